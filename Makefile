@@ -1,0 +1,58 @@
+# The two commands a new user needs:
+#   make run    install what is missing, build, run the main job
+#   make test   install what is missing, build, pass every test
+# and `make bench` for the figures. Everything builds with CMake presets and Ninja (see
+# CMakePresets.json); build trees live under build/<preset>.
+
+JOBS ?= $(shell nproc)
+FUZZ_SECONDS ?= 30
+TAILGUARD = build/release/apps/tailguard/tailguard
+
+.PHONY: all deps build run test test-release test-asan test-tsan fuzz bench format clean
+
+all: build
+
+deps:
+	@scripts/install-deps
+
+build: deps
+	@cmake --preset release >/dev/null
+	@cmake --build --preset release -j $(JOBS)
+
+# The main job on the embedded default. Until the gateway and demo exist, the recorder self-test.
+run: build
+	$(TAILGUARD) selftest-record
+
+# Every test: the release suite, the same suite under ASan+UBSan and under TSan, and a short
+# libFuzzer run of every parser.
+test: deps test-release test-asan test-tsan fuzz
+	@echo "make test: all suites passed"
+
+test-release: deps
+	@cmake --preset release >/dev/null
+	@cmake --build --preset release -j $(JOBS)
+	@ctest --preset release -j $(JOBS)
+
+test-asan: deps
+	@cmake --preset asan >/dev/null
+	@cmake --build --preset asan -j $(JOBS)
+	@ctest --preset asan -j $(JOBS)
+
+test-tsan: deps
+	@cmake --preset tsan >/dev/null
+	@cmake --build --preset tsan -j $(JOBS)
+	@TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --preset tsan -j $(JOBS)
+
+fuzz: deps
+	@cmake --preset fuzz >/dev/null
+	@cmake --build --preset fuzz -j $(JOBS)
+	@scripts/run-fuzzers build/fuzz $(FUZZ_SECONDS)
+
+bench: build
+	@scripts/run-benchmarks build/release
+
+format:
+	@git ls-files '*.cc' '*.h' | xargs clang-format -i
+
+clean:
+	rm -rf build

@@ -1,0 +1,20 @@
+// Sub-commands of the tailguard binary: each registers itself on the CLI11 app.
+#ifndef TAILGUARD_APPS_COMMANDS_H_
+#define TAILGUARD_APPS_COMMANDS_H_
+
+#include <functional>
+
+#include "CLI/CLI.hpp"
+
+namespace tailguard::cli {
+
+// A sub-command's action returns the process exit code: 0 ok, 1 runtime failure, 2 usage or
+// configuration error.
+using Action = std::function<int()>;
+
+// Adds `selftest-record` to `app`; `action` is set to run it when it is chosen.
+void AddSelftestRecord(CLI::App& app, Action& action);
+
+}  // namespace tailguard::cli
+
+#endif  // TAILGUARD_APPS_COMMANDS_H_

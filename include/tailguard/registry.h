@@ -1,0 +1,223 @@
+// The series registry: metric name + labels to a Series that records, collects and answers
+// windows; and the per-route request metrics built on it.
+#ifndef TAILGUARD_REGISTRY_H_
+#define TAILGUARD_REGISTRY_H_
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "tailguard/clock.h"
+#include "tailguard/histogram.h"
+#include "tailguard/recorder.h"
+#include "tailguard/sampler.h"
+#include "tailguard/windows.h"
+
+namespace tailguard {
+
+// Label pairs. Order does not matter: the registry sorts them by name.
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+// The metric every request stage is recorded under, with labels model, version, route, stage.
+inline constexpr std::string_view kRequestDurationMetric = "tailguard_request_duration_seconds";
+
+// One latency series: a Recorder for the hot path and, filled by collections, sliding windows,
+// the last interval and the cumulative histogram.
+//
+// Thread-safe. Record() is the wait-free hot path; the rest takes a mutex shared only with
+// Collect().
+class Series {
+ public:
+  Series(std::string name, Labels labels, std::string key, WindowOptions windows);
+  Series(const Series&) = delete;
+  Series& operator=(const Series&) = delete;
+
+  const std::string& name() const { return name_; }
+  // Sorted by label name.
+  const Labels& labels() const { return labels_; }
+  // Canonical identity: name{label="value",...}, Prometheus style, sorted, escaped.
+  const std::string& key() const { return key_; }
+  // The value of label `name`, or "" when absent.
+  std::string_view label(std::string_view name) const;
+
+  // Records one latency in nanoseconds. See Recorder::Record.
+  bool Record(uint64_t ns) { return recorder_.Record(ns); }
+  bool RecordCorrected(uint64_t ns, uint64_t expected_interval_ns) {
+    return recorder_.RecordCorrected(ns, expected_interval_ns);
+  }
+
+  // Moves what was recorded since the previous collection into the slot that contains `slot`.
+  // Called by Registry::Collect() once per slot.
+  void Collect(WallTime slot);
+
+  // Merge of the slots that start in [now - length, now); see SlidingWindows::Window.
+  Histogram Window(Duration length, WallTime now) const;
+  // What the latest collection took.
+  Histogram LastInterval() const;
+  // Everything collected since the series was created.
+  Histogram Cumulative() const;
+  // Bytes held by this series' windows and histograms (per-thread writers not included).
+  size_t MemoryBytes() const;
+
+ private:
+  const std::string name_;
+  const Labels labels_;
+  const std::string key_;
+  Recorder recorder_;
+
+  mutable std::mutex mu_;
+  SlidingWindows windows_;  // guarded by mu_
+  Histogram last_;          // guarded by mu_
+  Histogram cumulative_;    // guarded by mu_
+};
+
+// Labels of one served route.
+struct RouteLabels {
+  std::string model;
+  std::string version;
+  std::string route;
+};
+
+// Everything recorded about one (model, version, route): a Series per Stage under
+// kRequestDurationMetric, and a Sampler of whole requests.
+//
+// Thread-safe. Obtain it once from Registry::Requests() and keep the reference.
+class RequestMetrics {
+ public:
+  RequestMetrics(RouteLabels labels, std::array<Series*, kStageCount> stages, const Clock& clock,
+                 SamplerOptions sampler);
+
+  const RouteLabels& labels() const { return labels_; }
+  Series& stage(Stage s) const { return *stages_[static_cast<size_t>(s)]; }
+  Sampler& sampler() { return sampler_; }
+  const Sampler& sampler() const { return sampler_; }
+  const Clock& clock() const { return clock_; }
+
+  // Records a finished request measured by the caller: every stage with a non-zero duration
+  // (kTotal is required), then offers it to the sampler. Wait-free unless the request is kept.
+  SampleDecision RecordRequest(const RequestRecord& r);
+
+  // Wall-clock time of a monotonic instant, from an offset taken when this object was made.
+  WallTime ToWall(MonoTime t) const { return WallTime(t.time_since_epoch() + wall_minus_mono_); }
+
+  // Requests per second over the last collection (smoothed), as given to the sampler.
+  double qps() const;
+
+  // Called by Registry::Collect() after the stage series were collected: updates the sampler's
+  // rate and slow threshold from the total-latency series.
+  void AfterCollect(Duration interval, WallTime now);
+
+ private:
+  const RouteLabels labels_;
+  const std::array<Series*, kStageCount> stages_;
+  const Clock& clock_;
+  const Duration wall_minus_mono_;
+  Sampler sampler_;
+  // Written by the collector, read for display; relaxed, a self-contained number.
+  std::atomic<double> qps_{0.0};
+  bool have_rate_ = false;  // collector-only
+};
+
+// Measures one request: construct it when the request arrives, mark each stage as it ends, and
+// let it go out of scope (or call Finish()) when the response is sent.
+//
+// Not thread-safe: one request, one thread at a time (it may move between threads).
+// Each boundary costs one clock read; nothing allocates.
+//
+//   tailguard::RequestTimer t(metrics);
+//   FetchFeatures();   t.EndStage(tailguard::Stage::kFeatureFetch);
+//   Preprocess();      t.EndStage(tailguard::Stage::kPreprocess);
+//   RunModel();        t.EndStage(tailguard::Stage::kInference);
+//   // total latency recorded when t is destroyed
+class RequestTimer {
+ public:
+  explicit RequestTimer(RequestMetrics& metrics);
+  ~RequestTimer() { Finish(); }
+  RequestTimer(const RequestTimer&) = delete;
+  RequestTimer& operator=(const RequestTimer&) = delete;
+
+  // Ends stage `s` now: its duration is the time since the previous boundary (the start, or
+  // the previous EndStage). Calling it twice for a stage adds up. REQUIRES: s != kTotal.
+  void EndStage(Stage s);
+  // Marks the first streamed token now: kFirstToken is the time since the start. Does not move
+  // the stage boundary.
+  void FirstToken();
+
+  void set_input_size(uint64_t n) { record_.input_size = n; }
+  void set_status(int status, bool failed) {
+    record_.status = status;
+    record_.failed = failed;
+  }
+  void set_trace_id(std::string_view id) { record_.set_trace(id); }
+
+  // Ends the request now: records the total and every marked stage, offers it to the sampler.
+  // Later calls do nothing and return kSkipped.
+  SampleDecision Finish();
+
+ private:
+  RequestMetrics& metrics_;
+  const MonoTime start_;
+  MonoTime last_;
+  RequestRecord record_;
+  bool finished_ = false;
+};
+
+struct RegistryOptions {
+  WindowOptions windows;  // for every series
+  SamplerOptions sampler;  // for every RequestMetrics
+};
+
+// Maps metric name + labels to Series, and routes to RequestMetrics. Series live as long as the
+// registry; their addresses never change.
+//
+// Thread-safe. Lookups take a mutex: look up once and keep the reference on hot paths.
+class Registry {
+ public:
+  explicit Registry(const Clock& clock = Clock::Real(), RegistryOptions options = {});
+  ~Registry();
+  Registry(const Registry&) = delete;
+  Registry& operator=(const Registry&) = delete;
+
+  // The series for `name` and `labels`, created on first use. InvalidArgument for a metric
+  // name outside [a-zA-Z_:][a-zA-Z0-9_:]*, a label name outside [a-zA-Z_][a-zA-Z0-9_]* or
+  // starting with "__", or a label name given twice.
+  absl::StatusOr<Series*> GetOrCreate(std::string_view name, Labels labels);
+  // nullptr when absent (or invalid).
+  Series* Find(std::string_view name, Labels labels) const;
+
+  // The request metrics of one route, created on first use. InvalidArgument when a label is
+  // empty.
+  absl::StatusOr<RequestMetrics*> Requests(const RouteLabels& labels);
+
+  // All series, sorted by key; all request metrics, in creation order.
+  std::vector<Series*> AllSeries() const;
+  std::vector<RequestMetrics*> AllRequests() const;
+
+  // One tick: every series moves its new records into the current slot, then every
+  // RequestMetrics updates its sampler. Call it once per slot (WindowOptions::slot); records
+  // made between two calls are attributed to the slot holding the midpoint of the two calls.
+  void Collect();
+
+  const Clock& clock() const { return clock_; }
+  const RegistryOptions& options() const { return options_; }
+
+ private:
+  const Clock& clock_;
+  const RegistryOptions options_;
+
+  mutable std::mutex mu_;
+  absl::flat_hash_map<std::string, std::unique_ptr<Series>> series_;  // guarded by mu_
+  std::vector<std::unique_ptr<RequestMetrics>> requests_;             // guarded by mu_
+
+  std::mutex collect_mu_;  // serialises Collect()
+  WallTime last_collect_;  // guarded by collect_mu_
+};
+
+}  // namespace tailguard
+
+#endif  // TAILGUARD_REGISTRY_H_

@@ -1,0 +1,30 @@
+// Human-readable numbers.
+#include "common/format.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace tailguard {
+
+std::string FormatDuration(double ns) {
+  struct Unit {
+    double scale;
+    const char* name;
+  };
+  static constexpr Unit kUnits[] = {{1, "ns"}, {1e3, "us"}, {1e6, "ms"}, {1e9, "s"}};
+  char buf[32];
+  if (ns >= 60e9) {
+    std::snprintf(buf, sizeof(buf), "%.1fmin", ns / 60e9);
+    return buf;
+  }
+  const Unit* u = &kUnits[0];
+  for (const Unit& candidate : kUnits) {
+    if (std::fabs(ns) >= candidate.scale) u = &candidate;
+  }
+  const double v = ns / u->scale;
+  const int decimals = (u->scale == 1 || v >= 100) ? 0 : (v >= 10 ? 1 : 2);
+  std::snprintf(buf, sizeof(buf), "%.*f%s", decimals, v, u->name);
+  return buf;
+}
+
+}  // namespace tailguard

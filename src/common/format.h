@@ -1,0 +1,16 @@
+// Human-readable numbers for the CLI and reports.
+#ifndef TAILGUARD_COMMON_FORMAT_H_
+#define TAILGUARD_COMMON_FORMAT_H_
+
+#include <cstdint>
+#include <string>
+
+namespace tailguard {
+
+// A duration in nanoseconds with three significant digits and a unit: "950ns", "12.3us",
+// "4.56ms", "1.20s", "2.5min".
+std::string FormatDuration(double ns);
+
+}  // namespace tailguard
+
+#endif  // TAILGUARD_COMMON_FORMAT_H_

@@ -1,0 +1,271 @@
+// Series, RequestMetrics, RequestTimer and the Registry.
+#include "tailguard/registry.h"
+
+#include <algorithm>
+
+#include "absl/status/status.h"
+#include "common/strings.h"
+
+namespace tailguard {
+namespace {
+
+bool ValidName(std::string_view s, bool allow_colon) {
+  if (s.empty()) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    const bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+                       (allow_colon && c == ':');
+    if (!alpha && !(i > 0 && c >= '0' && c <= '9')) return false;
+  }
+  return true;
+}
+
+void AppendEscaped(std::string& out, std::string_view v) {
+  for (char c : v) {
+    if (c == '\\' || c == '"') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (c == '\n') {
+      out.append("\\n");
+    } else {
+      out.push_back(c);
+    }
+  }
+}
+
+// Sorts `labels`, validates everything and returns the canonical key.
+absl::StatusOr<std::string> CanonicalKey(std::string_view name, Labels& labels) {
+  if (!ValidName(name, /*allow_colon=*/true)) {
+    return absl::InvalidArgumentError(
+        Cat("metric name \"", name,
+                     "\" is not valid: use letters, digits, '_' and ':', not starting with a "
+                     "digit (Prometheus naming)"));
+  }
+  std::sort(labels.begin(), labels.end());
+  std::string key(name);
+  key.push_back('{');
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const auto& [k, v] = labels[i];
+    if (!ValidName(k, /*allow_colon=*/false) || k.starts_with("__")) {
+      return absl::InvalidArgumentError(Cat(
+          "label name \"", k, "\" on metric ", name,
+          " is not valid: use letters, digits and '_', not starting with a digit or \"__\""));
+    }
+    if (i > 0 && labels[i - 1].first == k) {
+      return absl::InvalidArgumentError(
+          Cat("label \"", k, "\" given twice on metric ", name));
+    }
+    if (i > 0) key.push_back(',');
+    key += Cat(k, "=\"");
+    AppendEscaped(key, v);
+    key.push_back('"');
+  }
+  key.push_back('}');
+  return key;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Series
+
+Series::Series(std::string name, Labels labels, std::string key, WindowOptions windows)
+    : name_(std::move(name)),
+      labels_(std::move(labels)),
+      key_(std::move(key)),
+      windows_(windows) {}
+
+std::string_view Series::label(std::string_view name) const {
+  for (const auto& [k, v] : labels_) {
+    if (k == name) return v;
+  }
+  return {};
+}
+
+void Series::Collect(WallTime slot) {
+  Histogram interval = recorder_.Collect();
+  std::lock_guard<std::mutex> lock(mu_);
+  windows_.Add(slot, interval);
+  cumulative_.Merge(interval);
+  last_ = std::move(interval);
+}
+
+Histogram Series::Window(Duration length, WallTime now) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return windows_.Window(length, now);
+}
+
+Histogram Series::LastInterval() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_;
+}
+
+Histogram Series::Cumulative() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cumulative_;
+}
+
+size_t Series::MemoryBytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return windows_.MemoryBytes() + last_.MemoryBytes() + cumulative_.MemoryBytes();
+}
+
+// ---------------------------------------------------------------------------------------------
+// RequestMetrics
+
+RequestMetrics::RequestMetrics(RouteLabels labels, std::array<Series*, kStageCount> stages,
+                               const Clock& clock, SamplerOptions sampler)
+    : labels_(std::move(labels)),
+      stages_(stages),
+      clock_(clock),
+      wall_minus_mono_(clock.WallNow().time_since_epoch() -
+                       clock.MonotonicNow().time_since_epoch()),
+      sampler_(sampler) {}
+
+SampleDecision RequestMetrics::RecordRequest(const RequestRecord& r) {
+  for (int i = 0; i < kStageCount; ++i) {
+    if (r.stage_ns[static_cast<size_t>(i)] != 0 || i == 0) {
+      stages_[static_cast<size_t>(i)]->Record(r.stage_ns[static_cast<size_t>(i)]);
+    }
+  }
+  return sampler_.Offer(r);
+}
+
+double RequestMetrics::qps() const { return qps_.load(std::memory_order_relaxed); }
+
+void RequestMetrics::AfterCollect(Duration interval, WallTime now) {
+  Series& total = stage(Stage::kTotal);
+  const double seconds = std::chrono::duration<double>(interval).count();
+  if (seconds <= 0) return;
+  const double rate = static_cast<double>(total.LastInterval().count()) / seconds;
+  // Smooth over a few ticks so one quiet second does not flip the sampler to keep-all.
+  const double smoothed = have_rate_ ? 0.5 * rate + 0.5 * qps() : rate;
+  have_rate_ = true;
+  qps_.store(smoothed, std::memory_order_relaxed);
+  // "Slow" needs a P99 worth the name: at least 100 requests in the last minute.
+  const Histogram minute = total.Window(kWindow1m, now);
+  sampler_.Update(smoothed, minute.count() >= 100 ? minute.Quantile(0.99) : 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// RequestTimer
+
+RequestTimer::RequestTimer(RequestMetrics& metrics)
+    : metrics_(metrics), start_(metrics.clock().MonotonicNow()), last_(start_) {}
+
+void RequestTimer::EndStage(Stage s) {
+  const MonoTime now = metrics_.clock().MonotonicNow();
+  record_.stage_ns[static_cast<size_t>(s)] += static_cast<uint64_t>((now - last_).count());
+  last_ = now;
+}
+
+void RequestTimer::FirstToken() {
+  const MonoTime now = metrics_.clock().MonotonicNow();
+  record_.stage_ns[static_cast<size_t>(Stage::kFirstToken)] =
+      static_cast<uint64_t>((now - start_).count());
+}
+
+SampleDecision RequestTimer::Finish() {
+  if (finished_) return SampleDecision::kSkipped;
+  finished_ = true;
+  const MonoTime now = metrics_.clock().MonotonicNow();
+  record_.stage_ns[0] = static_cast<uint64_t>((now - start_).count());
+  record_.start = metrics_.ToWall(start_);
+  return metrics_.RecordRequest(record_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Registry
+
+Registry::Registry(const Clock& clock, RegistryOptions options)
+    : clock_(clock), options_(options), last_collect_(clock.WallNow()) {}
+
+Registry::~Registry() = default;
+
+absl::StatusOr<Series*> Registry::GetOrCreate(std::string_view name, Labels labels) {
+  absl::StatusOr<std::string> key = CanonicalKey(name, labels);
+  if (!key.ok()) return key.status();
+  std::lock_guard<std::mutex> lock(mu_);
+  auto [it, inserted] = series_.try_emplace(*key);
+  if (inserted) {
+    it->second = std::make_unique<Series>(std::string(name), std::move(labels), *key,
+                                          options_.windows);
+  }
+  return it->second.get();
+}
+
+Series* Registry::Find(std::string_view name, Labels labels) const {
+  absl::StatusOr<std::string> key = CanonicalKey(name, labels);
+  if (!key.ok()) return nullptr;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = series_.find(*key);
+  return it == series_.end() ? nullptr : it->second.get();
+}
+
+absl::StatusOr<RequestMetrics*> Registry::Requests(const RouteLabels& route) {
+  if (route.model.empty() || route.version.empty() || route.route.empty()) {
+    return absl::InvalidArgumentError(
+        Cat("request metrics need a model, a version and a route; got model=\"",
+                     route.model, "\" version=\"", route.version, "\" route=\"", route.route,
+                     "\""));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& r : requests_) {
+      const RouteLabels& l = r->labels();
+      if (l.model == route.model && l.version == route.version && l.route == route.route) {
+        return r.get();
+      }
+    }
+  }
+  std::array<Series*, kStageCount> stages{};
+  for (int i = 0; i < kStageCount; ++i) {
+    absl::StatusOr<Series*> s = GetOrCreate(
+        kRequestDurationMetric, {{"model", route.model},
+                                 {"version", route.version},
+                                 {"route", route.route},
+                                 {"stage", std::string(StageName(static_cast<Stage>(i)))}});
+    if (!s.ok()) return s.status();
+    stages[static_cast<size_t>(i)] = *s;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  // Another thread may have created it meanwhile; the series are shared either way.
+  for (auto& r : requests_) {
+    const RouteLabels& l = r->labels();
+    if (l.model == route.model && l.version == route.version && l.route == route.route) {
+      return r.get();
+    }
+  }
+  requests_.push_back(std::make_unique<RequestMetrics>(route, stages, clock_, options_.sampler));
+  return requests_.back().get();
+}
+
+std::vector<Series*> Registry::AllSeries() const {
+  std::vector<Series*> out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    out.reserve(series_.size());
+    for (auto& [key, s] : series_) out.push_back(s.get());
+  }
+  std::sort(out.begin(), out.end(), [](Series* a, Series* b) { return a->key() < b->key(); });
+  return out;
+}
+
+std::vector<RequestMetrics*> Registry::AllRequests() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<RequestMetrics*> out;
+  for (auto& r : requests_) out.push_back(r.get());
+  return out;
+}
+
+void Registry::Collect() {
+  std::lock_guard<std::mutex> lock(collect_mu_);
+  const WallTime now = clock_.WallNow();
+  const Duration interval = now - last_collect_;
+  const WallTime slot = last_collect_ + interval / 2;
+  for (Series* s : AllSeries()) s->Collect(slot);
+  for (RequestMetrics* r : AllRequests()) r->AfterCollect(interval, now);
+  last_collect_ = now;
+}
+
+}  // namespace tailguard
