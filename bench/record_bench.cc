@@ -47,10 +47,10 @@ void TimePerThread(benchmark::State& state, F&& record) {
     benchmark::DoNotOptimize(record(values[i & 4095]));
     ++i;
   }
-  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() -
-                                                             start).count();
-  state.counters["ns_per_record"] = benchmark::Counter(
-      ns / static_cast<double>(state.iterations()), benchmark::Counter::kAvgThreads);
+  const double ns =
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+  state.counters["ns_per_record"] = benchmark::Counter(ns / static_cast<double>(state.iterations()),
+                                                       benchmark::Counter::kAvgThreads);
 }
 
 Recorder* shared_recorder = nullptr;
@@ -144,9 +144,12 @@ double QuantileMaxRelErrorPct() {
     std::vector<uint64_t> v(kN);
     for (auto& x : v) {
       double d;
-      if (workload == 0) d = ln(rng);                                    // log-normal
-      else if (workload == 1) d = 1e6 / std::pow(1 - u(rng), 1 / 1.2);  // Pareto, alpha 1.2
-      else d = u(rng) < 0.98 ? fast(rng) : slow(rng);                    // fast path + slow tail
+      if (workload == 0)
+        d = ln(rng);  // log-normal
+      else if (workload == 1)
+        d = 1e6 / std::pow(1 - u(rng), 1 / 1.2);  // Pareto, alpha 1.2
+      else
+        d = u(rng) < 0.98 ? fast(rng) : slow(rng);  // fast path + slow tail
       x = static_cast<uint64_t>(std::clamp(d, 1.0, 3.6e12));
     }
     Histogram h;

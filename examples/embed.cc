@@ -63,13 +63,12 @@ int main() {
   registry.Collect();
 
   const tailguard::WallTime now = registry.clock().WallNow();
-  for (tailguard::Stage s : {tailguard::Stage::kFeatureFetch, tailguard::Stage::kInference,
-                             tailguard::Stage::kTotal}) {
+  for (tailguard::Stage s :
+       {tailguard::Stage::kFeatureFetch, tailguard::Stage::kInference, tailguard::Stage::kTotal}) {
     const tailguard::Histogram h = metrics.stage(s).Window(tailguard::kWindow10s, now);
-    std::printf("%-14s n=%-6llu p50=%.2fms p99=%.2fms\n",
-                std::string(tailguard::StageName(s)).c_str(),
-                static_cast<unsigned long long>(h.count()), h.Quantile(0.5) / 1e6,
-                h.Quantile(0.99) / 1e6);
+    std::printf(
+        "%-14s n=%-6llu p50=%.2fms p99=%.2fms\n", std::string(tailguard::StageName(s)).c_str(),
+        static_cast<unsigned long long>(h.count()), h.Quantile(0.5) / 1e6, h.Quantile(0.99) / 1e6);
   }
   std::printf("sampled requests held: %zu\n", metrics.sampler().Snapshot().size());
   return 0;

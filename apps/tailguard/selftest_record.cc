@@ -50,8 +50,8 @@ class Workload {
       r.status = 200;
     }
     char trace[33];
-    std::snprintf(trace, sizeof(trace), "%016llx%016llx",
-                  static_cast<unsigned long long>(rng_()), static_cast<unsigned long long>(rng_()));
+    std::snprintf(trace, sizeof(trace), "%016llx%016llx", static_cast<unsigned long long>(rng_()),
+                  static_cast<unsigned long long>(rng_()));
     r.set_trace(trace);
     return r;
   }
@@ -68,8 +68,8 @@ class Workload {
 };
 
 void PrintTable(const RequestMetrics& m) {
-  std::printf("%-14s %9s %9s %9s %9s %9s %9s %9s\n", "stage", "count", "p50", "p90", "p99",
-              "p99.9", "mean", "max");
+  std::printf("%-14s %9s %9s %9s %9s %9s %9s %9s\n", "stage", "count", "p50", "p90", "p99", "p99.9",
+              "mean", "max");
   for (int i = 1; i <= kStageCount; ++i) {
     const Stage s = static_cast<Stage>(i % kStageCount);  // the stages first, total last
     const Histogram h = m.stage(s).Cumulative();
@@ -80,7 +80,8 @@ void PrintTable(const RequestMetrics& m) {
                 FormatDuration(static_cast<double>(h.Quantile(0.9))).c_str(),
                 FormatDuration(static_cast<double>(h.Quantile(0.99))).c_str(),
                 FormatDuration(static_cast<double>(h.Quantile(0.999))).c_str(),
-                FormatDuration(h.mean()).c_str(), FormatDuration(static_cast<double>(h.max())).c_str());
+                FormatDuration(h.mean()).c_str(),
+                FormatDuration(static_cast<double>(h.max())).c_str());
   }
 }
 
@@ -94,8 +95,8 @@ void PrintHistogram(const Histogram& h) {
   std::vector<uint64_t> rows(static_cast<size_t>(hi - lo) + 1, 0);
   h.ForEachBucket([&](int i, uint64_t c) {
     const double v = static_cast<double>(std::max<uint64_t>(BucketLayout::Midpoint(i), 1));
-    const size_t row = static_cast<size_t>(std::clamp(std::floor(std::log2(v) * 4) - lo, 0.0,
-                                                      static_cast<double>(rows.size() - 1)));
+    const size_t row = static_cast<size_t>(
+        std::clamp(std::floor(std::log2(v) * 4) - lo, 0.0, static_cast<double>(rows.size() - 1)));
     rows[row] += c;
   });
   const uint64_t peak = *std::max_element(rows.begin(), rows.end());
@@ -106,8 +107,8 @@ void PrintHistogram(const Histogram& h) {
   while (last > first && rows[last] == 0) --last;
   for (size_t r = first; r <= last; ++r) {
     const double from = std::exp2((lo + static_cast<double>(r)) / 4);
-    const int width = static_cast<int>(std::lround(50.0 * static_cast<double>(rows[r]) /
-                                                   static_cast<double>(peak)));
+    const int width = static_cast<int>(
+        std::lround(50.0 * static_cast<double>(rows[r]) / static_cast<double>(peak)));
     // Block characters are three bytes in UTF-8, so pad by hand rather than with printf.
     std::string bar;
     for (int i = 0; i < width; ++i) bar += "\u2588";
@@ -152,8 +153,8 @@ void PrintSamples(const Sampler& sampler) {
 int Run(const Options& o) {
   FakeClock clock;
   Registry registry(clock);
-  absl::StatusOr<RequestMetrics*> metrics =
-      registry.Requests({.model = "risk-mlp", .version = "v1", .route = "/v2/models/risk-mlp/infer"});
+  absl::StatusOr<RequestMetrics*> metrics = registry.Requests(
+      {.model = "risk-mlp", .version = "v1", .route = "/v2/models/risk-mlp/infer"});
   if (!metrics.ok()) {
     std::fprintf(stderr, "tailguard: %s\n", metrics.status().ToString().c_str());
     return 1;

@@ -168,7 +168,7 @@ class RequestTimer {
 };
 
 struct RegistryOptions {
-  WindowOptions windows;  // for every series
+  WindowOptions windows;   // for every series
   SamplerOptions sampler;  // for every RequestMetrics
 };
 

@@ -119,8 +119,8 @@ class Sampler {
   std::vector<SampledRequest> ring_;  // guarded by mu_; fixed size options_.capacity
   size_t head_ = 0;                   // guarded by mu_; index of the oldest held record
   size_t size_ = 0;                   // guarded by mu_
-  uint64_t kept_ = 0;                // guarded by mu_
-  uint64_t evicted_ = 0;             // guarded by mu_
+  uint64_t kept_ = 0;                 // guarded by mu_
+  uint64_t evicted_ = 0;              // guarded by mu_
 };
 
 }  // namespace tailguard

@@ -34,8 +34,6 @@ WallTime FakeClock::WallNow() const {
   return wall_start_ + Duration(elapsed_ns_.load(std::memory_order_relaxed));
 }
 
-void FakeClock::Advance(Duration d) {
-  elapsed_ns_.fetch_add(d.count(), std::memory_order_relaxed);
-}
+void FakeClock::Advance(Duration d) { elapsed_ns_.fetch_add(d.count(), std::memory_order_relaxed); }
 
 }  // namespace tailguard

@@ -6,8 +6,8 @@
 #include <cmath>
 
 #include "absl/status/status.h"
-#include "common/strings.h"
 #include "common/encoding.h"
+#include "common/strings.h"
 
 namespace tailguard {
 namespace {
@@ -18,8 +18,8 @@ constexpr uint8_t kFormatVersion = 1;
 absl::Status Corrupt(size_t offset, std::string_view what) {
   return absl::InvalidArgumentError(
       Cat("serialized histogram: ", what, " at byte ", offset,
-                   "; the bytes are not (or no longer) a tailguard histogram: re-export them "
-                   "from the source with Histogram::Serialize"));
+          "; the bytes are not (or no longer) a tailguard histogram: re-export them "
+          "from the source with Histogram::Serialize"));
 }
 
 }  // namespace
@@ -147,19 +147,20 @@ absl::StatusOr<Histogram> Histogram::Deserialize(std::string_view bytes) {
   constexpr size_t kHeader = 7;  // magic, version, two layout bytes
   if (bytes.size() < kHeader + 2 + 4) {
     return Corrupt(bytes.size(), Cat("truncated input (", bytes.size(),
-                                              " bytes, a histogram takes at least 13)"));
+                                     " bytes, a histogram takes at least 13)"));
   }
   if (bytes.substr(0, 4) != kMagic) return Corrupt(0, "bad magic (expected \"TGHS\")");
   const uint8_t version = static_cast<uint8_t>(bytes[4]);
   if (version != kFormatVersion) {
     return Corrupt(4, Cat("unsupported format version ", static_cast<int>(version),
-                                   " (this build reads version ", static_cast<int>(kFormatVersion), ")"));
+                          " (this build reads version ", static_cast<int>(kFormatVersion), ")"));
   }
   if (static_cast<uint8_t>(bytes[5]) != BucketLayout::kSubBucketBits ||
       static_cast<uint8_t>(bytes[6]) != BucketLayout::kMaxExponent) {
-    return Corrupt(5, Cat("bucket layout ", static_cast<int>(static_cast<uint8_t>(bytes[5])), "/",
-                                   static_cast<int>(static_cast<uint8_t>(bytes[6])), " differs from this build's ",
-                                   BucketLayout::kSubBucketBits, "/", BucketLayout::kMaxExponent));
+    return Corrupt(
+        5, Cat("bucket layout ", static_cast<int>(static_cast<uint8_t>(bytes[5])), "/",
+               static_cast<int>(static_cast<uint8_t>(bytes[6])), " differs from this build's ",
+               BucketLayout::kSubBucketBits, "/", BucketLayout::kMaxExponent));
   }
   const std::string_view body = bytes.substr(0, bytes.size() - 4);
   encoding::Reader crc_reader(bytes.substr(bytes.size() - 4));
@@ -183,8 +184,8 @@ absl::StatusOr<Histogram> Histogram::Deserialize(std::string_view bytes) {
   auto max = in.Varint();
   if (!min || !max) return Corrupt(in.offset(), "malformed min or max");
   if (*min > *max || *max > BucketLayout::kMaxValue) {
-    return Corrupt(in.offset(), Cat("min ", *min, " and max ", *max,
-                                             " are out of order or out of range"));
+    return Corrupt(in.offset(),
+                   Cat("min ", *min, " and max ", *max, " are out of order or out of range"));
   }
   auto sum_bits = in.Fixed64();
   if (!sum_bits) return Corrupt(in.offset(), "truncated sum");
@@ -229,8 +230,8 @@ absl::StatusOr<Histogram> Histogram::Deserialize(std::string_view bytes) {
   }
   if (in.remaining() != 0) return Corrupt(in.offset(), "trailing bytes after the last bucket");
   if (total != *count) {
-    return Corrupt(in.offset(), Cat("bucket counts add up to ", total,
-                                             " but the header says ", *count));
+    return Corrupt(in.offset(),
+                   Cat("bucket counts add up to ", total, " but the header says ", *count));
   }
   h.count_ = *count;
   h.min_ = *min;

@@ -13,8 +13,8 @@ bool ValidName(std::string_view s, bool allow_colon) {
   if (s.empty()) return false;
   for (size_t i = 0; i < s.size(); ++i) {
     const char c = s[i];
-    const bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
-                       (allow_colon && c == ':');
+    const bool alpha =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (allow_colon && c == ':');
     if (!alpha && !(i > 0 && c >= '0' && c <= '9')) return false;
   }
   return true;
@@ -38,8 +38,8 @@ absl::StatusOr<std::string> CanonicalKey(std::string_view name, Labels& labels) 
   if (!ValidName(name, /*allow_colon=*/true)) {
     return absl::InvalidArgumentError(
         Cat("metric name \"", name,
-                     "\" is not valid: use letters, digits, '_' and ':', not starting with a "
-                     "digit (Prometheus naming)"));
+            "\" is not valid: use letters, digits, '_' and ':', not starting with a "
+            "digit (Prometheus naming)"));
   }
   std::sort(labels.begin(), labels.end());
   std::string key(name);
@@ -47,13 +47,12 @@ absl::StatusOr<std::string> CanonicalKey(std::string_view name, Labels& labels) 
   for (size_t i = 0; i < labels.size(); ++i) {
     const auto& [k, v] = labels[i];
     if (!ValidName(k, /*allow_colon=*/false) || k.starts_with("__")) {
-      return absl::InvalidArgumentError(Cat(
-          "label name \"", k, "\" on metric ", name,
-          " is not valid: use letters, digits and '_', not starting with a digit or \"__\""));
+      return absl::InvalidArgumentError(
+          Cat("label name \"", k, "\" on metric ", name,
+              " is not valid: use letters, digits and '_', not starting with a digit or \"__\""));
     }
     if (i > 0 && labels[i - 1].first == k) {
-      return absl::InvalidArgumentError(
-          Cat("label \"", k, "\" given twice on metric ", name));
+      return absl::InvalidArgumentError(Cat("label \"", k, "\" given twice on metric ", name));
     }
     if (i > 0) key.push_back(',');
     key += Cat(k, "=\"");
@@ -70,10 +69,7 @@ absl::StatusOr<std::string> CanonicalKey(std::string_view name, Labels& labels) 
 // Series
 
 Series::Series(std::string name, Labels labels, std::string key, WindowOptions windows)
-    : name_(std::move(name)),
-      labels_(std::move(labels)),
-      key_(std::move(key)),
-      windows_(windows) {}
+    : name_(std::move(name)), labels_(std::move(labels)), key_(std::move(key)), windows_(windows) {}
 
 std::string_view Series::label(std::string_view name) const {
   for (const auto& [k, v] : labels_) {
@@ -188,8 +184,8 @@ absl::StatusOr<Series*> Registry::GetOrCreate(std::string_view name, Labels labe
   std::lock_guard<std::mutex> lock(mu_);
   auto [it, inserted] = series_.try_emplace(*key);
   if (inserted) {
-    it->second = std::make_unique<Series>(std::string(name), std::move(labels), *key,
-                                          options_.windows);
+    it->second =
+        std::make_unique<Series>(std::string(name), std::move(labels), *key, options_.windows);
   }
   return it->second.get();
 }
@@ -205,9 +201,8 @@ Series* Registry::Find(std::string_view name, Labels labels) const {
 absl::StatusOr<RequestMetrics*> Registry::Requests(const RouteLabels& route) {
   if (route.model.empty() || route.version.empty() || route.route.empty()) {
     return absl::InvalidArgumentError(
-        Cat("request metrics need a model, a version and a route; got model=\"",
-                     route.model, "\" version=\"", route.version, "\" route=\"", route.route,
-                     "\""));
+        Cat("request metrics need a model, a version and a route; got model=\"", route.model,
+            "\" version=\"", route.version, "\" route=\"", route.route, "\""));
   }
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -5,12 +5,13 @@
 // `pending` histogram; when a slot of a later period arrives, `pending` is compacted into the
 // coarse ring. A window merges the fine slots that start inside it, or, when it is longer than
 // the fine ring, the coarse slots that start inside it plus `pending`.
+#include "tailguard/windows.h"
+
 #include <algorithm>
 #include <cassert>
 #include <limits>
 
 #include "metrics/compact_histogram.h"
-#include "tailguard/windows.h"
 
 namespace tailguard {
 namespace {
@@ -109,7 +110,8 @@ void SlidingWindows::Add(WallTime t, const Histogram& interval) {
   } else if (!m.coarse.empty()) {
     // A late slot of a period already rolled up: merge it into that coarse slot if still kept.
     Slot& c = m.coarse[static_cast<size_t>(Mod(cindex, std::ssize(m.coarse)))];
-    if (c.index == cindex || c.index == kNone || c.index < cindex) MergeIntoSlot(c, cindex, interval);
+    if (c.index == cindex || c.index == kNone || c.index < cindex)
+      MergeIntoSlot(c, cindex, interval);
   }
   m.newest = std::max(m.newest, index);
 }

@@ -1,8 +1,9 @@
 // The fake clock moves only when told to; the real clock moves forward; durations format.
-#include "common/format.h"
 #include "tailguard/clock.h"
 
 #include <gtest/gtest.h>
+
+#include "common/format.h"
 
 namespace tailguard {
 namespace {
@@ -27,8 +28,8 @@ TEST(RealClockTest, MonotonicNeverGoesBack) {
     prev = now;
   }
   // Some time after 2020 and before 2100.
-  const auto secs = std::chrono::duration_cast<std::chrono::seconds>(
-                        c.WallNow().time_since_epoch()).count();
+  const auto secs =
+      std::chrono::duration_cast<std::chrono::seconds>(c.WallNow().time_since_epoch()).count();
   EXPECT_GT(secs, 1577836800);
   EXPECT_LT(secs, 4102444800);
 }

@@ -317,7 +317,8 @@ TEST(HistogramSerializationTest, RejectsStructurallyInconsistentInputBehindAVali
   }
   // And the same construction with consistent fields is accepted, so the cases above fail for
   // the reason they name.
-  absl::StatusOr<Histogram> ok = Histogram::Deserialize(Forge(Body({1, 0, 1000, 1000, b, b, zz(1)}, 1000, 4)));
+  absl::StatusOr<Histogram> ok =
+      Histogram::Deserialize(Forge(Body({1, 0, 1000, 1000, b, b, zz(1)}, 1000, 4)));
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ(ok->Quantile(0.5), 1000u);
 }

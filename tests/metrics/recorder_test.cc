@@ -78,7 +78,8 @@ TEST(RecorderTest, ManyRecordersPerThread) {
   std::vector<std::unique_ptr<Recorder>> recorders;
   for (int i = 0; i < 50; ++i) recorders.push_back(std::make_unique<Recorder>());
   for (int i = 0; i < 50; ++i) {
-    for (int k = 0; k <= i; ++k) recorders[static_cast<size_t>(i)]->Record(static_cast<uint64_t>(i));
+    for (int k = 0; k <= i; ++k)
+      recorders[static_cast<size_t>(i)]->Record(static_cast<uint64_t>(i));
   }
   for (int i = 0; i < 50; ++i) {
     Histogram h = recorders[static_cast<size_t>(i)]->Collect();

@@ -9,9 +9,9 @@
 namespace tailguard {
 namespace {
 
-using ::testing::HasSubstr;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
+using ::testing::HasSubstr;
 
 TEST(RegistryTest, SameNameAndLabelsInAnyOrderIsTheSameSeries) {
   Registry reg;
@@ -37,11 +37,11 @@ TEST(RegistryTest, LabelValuesAreEscapedInTheKey) {
 
 TEST(RegistryTest, RejectsInvalidNamesWithAClearMessage) {
   Registry reg;
-  EXPECT_THAT(reg.GetOrCreate("9lives", {}).status().message(), HasSubstr("metric name \"9lives\""));
+  EXPECT_THAT(reg.GetOrCreate("9lives", {}).status().message(),
+              HasSubstr("metric name \"9lives\""));
   EXPECT_THAT(reg.GetOrCreate("ok", {{"bad-label", "v"}}).status().message(),
               HasSubstr("label name \"bad-label\""));
-  EXPECT_THAT(reg.GetOrCreate("ok", {{"__reserved", "v"}}).status().message(),
-              HasSubstr("\"__\""));
+  EXPECT_THAT(reg.GetOrCreate("ok", {{"__reserved", "v"}}).status().message(), HasSubstr("\"__\""));
   EXPECT_THAT(reg.GetOrCreate("ok", {{"a", "1"}, {"a", "2"}}).status().message(),
               HasSubstr("given twice"));
   EXPECT_THAT(reg.Requests({"", "v1", "/r"}).status().message(), HasSubstr("need a model"));

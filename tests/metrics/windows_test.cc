@@ -108,8 +108,8 @@ TEST_F(WindowsTest, EmptySlotsAdvanceTimeAndRollUp) {
 }
 
 TEST_F(WindowsTest, CustomSlotLength) {
-  SlidingWindows w({.slot = milliseconds(100), .fine_slots = 10, .coarse_factor = 10,
-                    .coarse_slots = 6});
+  SlidingWindows w(
+      {.slot = milliseconds(100), .fine_slots = 10, .coarse_factor = 10, .coarse_slots = 6});
   for (int i = 0; i < 100; ++i) {
     w.Add(clock_.WallNow(), Of(1));
     clock_.Advance(milliseconds(100));
