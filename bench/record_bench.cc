@@ -66,6 +66,16 @@ void BM_RecorderRecord(benchmark::State& state) {
 }
 BENCHMARK(BM_RecorderRecord)->Threads(1)->Threads(2)->UseRealTime();
 
+// The same record as a call the compiler cannot inline or hoist anything out of, as from code
+// that only sees the recorder through a pointer in another translation unit.
+[[gnu::noinline]] bool RecordOutOfLine(Recorder* r, uint64_t v) { return r->Record(v); }
+void BM_RecorderRecordOutOfLine(benchmark::State& state) {
+  Recorder r;
+  Recorder* volatile rp = &r;
+  TimePerThread(state, [&](uint64_t v) { return RecordOutOfLine(rp, v); });
+}
+BENCHMARK(BM_RecorderRecordOutOfLine);
+
 void BM_HistogramRecord(benchmark::State& state) {
   Histogram h;
   TimePerThread(state, [&](uint64_t v) { return h.Record(v); });
@@ -119,6 +129,9 @@ BENCHMARK(BM_Deserialize)->Unit(benchmark::kMicrosecond);
 // Keeps every run's figures for the FIGURE lines, and prints the usual table.
 class FigureReporter : public benchmark::ConsoleReporter {
  public:
+  // No colour codes: the output is read by scripts and pasted into documents.
+  FigureReporter() : ConsoleReporter(OO_Tabular) {}
+
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& r : runs) {
       const auto it = r.counters.find("ns_per_record");
@@ -184,6 +197,10 @@ int main(int argc, char** argv) {
   if (one > 0) figure("record_ns_1thread", one, "ns");
   if (two > 0) figure("record_ns_2threads_per_thread", two, "ns");
   if (one > 0 && two > 0) figure("record_2threads_over_1thread", two / one, "ratio");
+  if (reporter.per_record.count("BM_RecorderRecordOutOfLine")) {
+    figure("record_ns_1thread_out_of_line", reporter.per_record["BM_RecorderRecordOutOfLine"],
+           "ns");
+  }
   if (shared2 > 0) figure("shared_atomic_record_ns_2threads_per_thread", shared2, "ns");
   if (reporter.real_time.count("BM_QuantileQuery1m")) {
     figure("quantile_query_us", reporter.real_time["BM_QuantileQuery1m"], "us");
