@@ -14,6 +14,10 @@ using Action = std::function<int()>;
 
 // Adds `selftest-record` to `app`; `action` is set to run it when it is chosen.
 void AddSelftestRecord(CLI::App& app, Action& action);
+// `replay`: a recorded series or request log through the detectors and rules (replay.cc).
+void AddReplay(CLI::App& app, Action& action);
+// `backtest`: score detectors and rules against labelled incident windows (backtest.cc).
+void AddBacktest(CLI::App& app, Action& action);
 
 }  // namespace tailguard::cli
 

@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
 
   tailguard::cli::Action action;
   tailguard::cli::AddSelftestRecord(app, action);
+  tailguard::cli::AddReplay(app, action);
+  tailguard::cli::AddBacktest(app, action);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,56 @@
+// Reading and writing time series files: timestamps, CSV tables, NAB-layout series.
+#ifndef TAILGUARD_SERIES_IO_H_
+#define TAILGUARD_SERIES_IO_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tailguard/clock.h"
+
+namespace tailguard {
+
+// Parses a timestamp as UTC: "YYYY-MM-DD HH:MM:SS[.ffffff]" (NAB), the same with a 'T' and an
+// optional 'Z' or "+HH:MM" offset (RFC 3339), or a number of Unix seconds (fractions allowed).
+// InvalidArgument names the text and the accepted forms.
+absl::StatusOr<WallTime> ParseTimestamp(std::string_view text);
+
+// "YYYY-MM-DD HH:MM:SS" in UTC, as NAB writes it (fractions of a second dropped).
+std::string FormatTimestamp(WallTime t);
+
+// A CSV file: a header row and data rows, RFC 4180 quoting. line[i] is the 1-based line number
+// of rows[i] in the file, for error messages.
+struct CsvTable {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<int> line;
+};
+
+// Reads a CSV file. Errors (missing file, a row with a different number of fields than the
+// header, an unterminated quote) are InvalidArgument or NotFound and name "path:line".
+absl::StatusOr<CsvTable> ReadCsv(const std::string& path);
+
+// A series of (time, value) points in file order.
+struct TimeSeries {
+  std::string path;
+  std::vector<WallTime> times;
+  std::vector<double> values;  // NaN for an empty value (a missing point)
+};
+
+// Reads a `timestamp,value` CSV (NAB's layout; other columns are ignored, the header must name
+// both). A bad timestamp or value is an error naming "path:line" and the field.
+absl::StatusOr<TimeSeries> ReadTimeSeriesCsv(const std::string& path);
+
+// Writes `timestamp,value,anomaly_score` rows, one per point, as `tailguard replay` does.
+// REQUIRES: scores.size() == series.times.size().
+absl::Status WriteScoresCsv(const std::string& path, const TimeSeries& series,
+                            const std::vector<double>& scores);
+
+// Every `*.csv` under `dir/<category>/`, as paths relative to `dir` ("category/file.csv"),
+// sorted. NotFound when `dir` does not exist or holds no such file.
+absl::StatusOr<std::vector<std::string>> ListNabCorpus(const std::string& dir);
+
+}  // namespace tailguard
+
+#endif  // TAILGUARD_SERIES_IO_H_
