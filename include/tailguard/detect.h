@@ -44,11 +44,11 @@ struct HampelOptions {
 };
 
 struct HampelResult {
-  bool ready = false;     // the window is full; before that nothing is an outlier
-  double median = kNaN;   // of the previous `window` points
-  double mad = kNaN;      // median absolute deviation from that median
-  double z = 0;           // |x - median| / (1.4826 * MAD), a robust z-score (capped at 1e6)
-  bool outlier = false;   // z > threshold
+  bool ready = false;    // the window is full; before that nothing is an outlier
+  double median = kNaN;  // of the previous `window` points
+  double mad = kNaN;     // median absolute deviation from that median
+  double z = 0;          // |x - median| / (1.4826 * MAD), a robust z-score (capped at 1e6)
+  bool outlier = false;  // z > threshold
 };
 
 // The Hampel filter, causal: each point is compared with the median and MAD of the `window`
@@ -81,8 +81,8 @@ struct HoltWintersOptions {
   std::vector<int> seasons;
   // kAuto fits both (multiplicative only for positive data) and keeps the better.
   Seasonality mode = Seasonality::kAuto;
-  // Points between refits of the smoothing parameters; 0 means the shortest season, or 288
-  // points without a season.
+  // Points between refits of the smoothing parameters; 0 means four of the longest season, or
+  // 288 points without a season.
   int refit_every = 0;
   // Points of history the fit minimises one-step-ahead squared error over; 0 means three of
   // the longest season, at least 288.
@@ -103,10 +103,14 @@ struct Forecast {
 // Holt-Winters triple exponential smoothing with up to two additive or multiplicative seasons,
 // parameters fitted on history and refitted periodically.
 //
-// Cold start: until two points are seen it forecasts nothing, then a level (EWMA), then level
-// and trend (Holt) until a full longest season has been seen, when the seasonal model takes over
-// with seasonal indexes initialised from that season. Missing points (NaN) advance time: the
+// Cold start: nothing is forecast before the first point; then level and damped trend (Holt,
+// alpha 0.3, beta 0.02) until the first fit. The first fit comes once two of the shortest
+// season have been seen (or 50 points without a season); a season is used only when the window
+// holds it twice over and it cuts the one-step error by 10 % against no season. Seasonal indexes
+// start from the first longest season of the fit window. Missing points (NaN) advance time: the
 // state moves on as if the forecast had been observed.
+//
+// Cost: O(1) per point plus the refits, each about 50 passes over fit_window points.
 class HoltWinters {
  public:
   explicit HoltWinters(HoltWintersOptions options = {});
@@ -121,7 +125,7 @@ class HoltWinters {
   // The forecast `h` >= 1 points ahead of the last point seen.
   Forecast Ahead(int h) const;
 
-  // The fitted parameters.
+  // The fitted parameters. gamma() is 0 and mode() kAuto while no season is in use.
   double alpha() const;
   double beta() const;
   double gamma() const;
@@ -193,15 +197,17 @@ struct EnsembleOptions {
 };
 
 struct AnomalyPoint {
-  double score = 0;  // in [0, 1]: how unusual the recent points are for this series
-  double raw = 0;    // the unnormalised combination of the detectors
-  Forecast forecast;
-  HampelResult hampel;
+  double score = 0;     // in [0, 1]: how unusual the recent points are for this series
+  double raw = 0;       // the unnormalised combination of the detectors
+  Forecast forecast;    // what Holt-Winters expected for this point
+  HampelResult hampel;  // the Hampel filter's verdict on the forecast error
 };
 
-// The ensemble for one series: Hampel and Holt-Winters residuals, combined and normalised
-// against the series' own history into a score in [0, 1], so one threshold works across very
-// different series.
+// The ensemble for one series: Holt-Winters forecasts each point, the forecast error is judged
+// in Holt-Winters' residual sigmas and by the Hampel filter against recent errors, and the
+// larger verdict, smoothed by an EWMA, is normalised against the series' own history into a
+// score in [0, 1], so one threshold works across very different series. The algorithm is
+// described at the top of src/detect/ensemble.cc.
 class AnomalyDetector {
  public:
   explicit AnomalyDetector(EnsembleOptions options = {});

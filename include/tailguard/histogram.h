@@ -3,6 +3,7 @@
 #ifndef TAILGUARD_HISTOGRAM_H_
 #define TAILGUARD_HISTOGRAM_H_
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -53,6 +54,25 @@ struct BucketLayout {
   }
   // The value reported for bucket `index`: its midpoint.
   static uint64_t Midpoint(int index) { return Lowest(index) + Width(index) / 2; }
+
+  // The values that coordinated-omission correction adds for `value` at `expected_interval`:
+  // value - interval, value - 2 * interval, ... down to interval (none when interval is 0 or
+  // value < 2 * interval). Calls f(index, count, highest, lowest) once per bucket they fall in,
+  // highest bucket first, so a long stall costs O(buckets), not O(value / interval).
+  // REQUIRES: value <= kMaxValue.
+  template <typename F>
+  static void ForEachCorrection(uint64_t value, uint64_t expected_interval, F&& f) {
+    if (expected_interval == 0 || value / expected_interval < 2) return;
+    uint64_t left = value / expected_interval - 1;
+    uint64_t v = value - expected_interval;
+    while (left > 0) {
+      const int index = Index(v);
+      const uint64_t n = std::min(left, (v - Lowest(index)) / expected_interval + 1);
+      f(index, n, v, v - (n - 1) * expected_interval);
+      left -= n;
+      if (left > 0) v -= n * expected_interval;
+    }
+  }
 };
 
 // A histogram of non-negative integer values (nanoseconds) on BucketLayout.
@@ -75,13 +95,15 @@ class Histogram {
   // value > BucketLayout::kMaxValue; the value is then not part of any statistic.
   bool Record(uint64_t value) { return RecordN(value, 1); }
 
-  // Records `count` occurrences of `value`. Same range rule as Record().
+  // Records `count` occurrences of `value`; count 0 records nothing. Same range rule as
+  // Record().
   bool RecordN(uint64_t value, uint64_t count);
 
   // Records `value` and, to correct for coordinated omission, the values a load generator
   // would have seen had it kept sending every `expected_interval` while this request stalled:
   // value - expected_interval, value - 2 * expected_interval, ... down to expected_interval
-  // (HdrHistogram's recordCorrectedValue). expected_interval == 0 disables the correction.
+  // (HdrHistogram's recordCorrectedValue), added bucket by bucket in O(buckets) however long
+  // the stall. expected_interval == 0 disables the correction.
   // Returns false when `value` is out of range (nothing is recorded but the out-of-range count).
   bool RecordCorrected(uint64_t value, uint64_t expected_interval);
 

@@ -49,6 +49,8 @@ struct CacheEntry {
 // Trivially destructible thread-locals, so the hot path reads them without an init guard.
 extern thread_local CacheEntry* tls_entries;
 extern thread_local uint32_t tls_size;
+// Set when this thread's writer cache has been destroyed (thread exit).
+extern thread_local bool tls_dead;
 
 }  // namespace recorder_internal
 
@@ -73,6 +75,8 @@ class Recorder {
   // value > BucketLayout::kMaxValue.
   bool Record(uint64_t value) {
     recorder_internal::Writer* w = LocalWriter();
+    if (w == nullptr) [[unlikely]]
+      return RecordLocked(value, 0);
     if (value > BucketLayout::kMaxValue) [[unlikely]] {
       recorder_internal::Writer::Add(w->out_of_range, 1);
       return false;
@@ -81,7 +85,9 @@ class Recorder {
     return true;
   }
 
-  // Records `value` with coordinated-omission correction, as Histogram::RecordCorrected.
+  // Records `value` with coordinated-omission correction, as Histogram::RecordCorrected:
+  // O(buckets) however long the stall. A single correction adds at most 2^31 values to one
+  // bucket (a stall of 2^31 expected intervals); the rest are counted as out of range.
   bool RecordCorrected(uint64_t value, uint64_t expected_interval);
 
   // Adds everything recorded since the previous Collect() to `out`. Counts are exact; each value
@@ -100,6 +106,10 @@ class Recorder {
   // Number of threads that have recorded and not yet been retired by a collection.
   size_t writer_count() const;
 
+  // Bytes held by the per-thread writers: about 19 KiB for every thread that has recorded
+  // into this recorder since its last collection after that thread exited.
+  size_t MemoryBytes() const;
+
  private:
   recorder_internal::Writer* LocalWriter() {
     using recorder_internal::tls_entries;
@@ -109,7 +119,10 @@ class Recorder {
     }
     return RegisterThread();
   }
+  // Returns this thread's new writer, or nullptr when the thread is past its thread-local
+  // destructors (then RecordLocked takes the value).
   recorder_internal::Writer* RegisterThread();
+  bool RecordLocked(uint64_t value, uint64_t expected_interval);
 
   // Constant after construction: index into each thread's writer cache, reused after this
   // recorder dies, and a serial number that is never reused.
@@ -119,6 +132,9 @@ class Recorder {
   mutable std::mutex mu_;
   // Shared with the owning threads, so a writer outlives whichever of the two lets go last.
   std::vector<std::shared_ptr<recorder_internal::Writer>> writers_;  // guarded by mu_
+  // Records of threads that record from thread-local destructors after tailguard's own
+  // thread-local state is gone; merged at the next collection.
+  std::unique_ptr<Histogram> late_;  // guarded by mu_; made on first use
 };
 
 }  // namespace tailguard

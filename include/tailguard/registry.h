@@ -61,7 +61,8 @@ class Series {
   Histogram LastInterval() const;
   // Everything collected since the series was created.
   Histogram Cumulative() const;
-  // Bytes held by this series' windows and histograms (per-thread writers not included).
+  // Bytes held by this series: windows, histograms, and about 19 KiB per thread that records
+  // into it (see Recorder::MemoryBytes).
   size_t MemoryBytes() const;
 
  private:
@@ -100,7 +101,9 @@ class RequestMetrics {
 
   // Records a finished request measured by the caller: every stage with a non-zero duration
   // (kTotal is required), then offers it to the sampler. Wait-free unless the request is kept.
-  SampleDecision RecordRequest(const RequestRecord& r);
+  // With expected_interval_ns > 0 (a client that sends every expected_interval_ns), the total
+  // is recorded with coordinated-omission correction (Histogram::RecordCorrected).
+  SampleDecision RecordRequest(const RequestRecord& r, uint64_t expected_interval_ns = 0);
 
   // Wall-clock time of a monotonic instant, from an offset taken when this object was made.
   WallTime ToWall(MonoTime t) const { return WallTime(t.time_since_epoch() + wall_minus_mono_); }
@@ -154,6 +157,11 @@ class RequestTimer {
     record_.failed = failed;
   }
   void set_trace_id(std::string_view id) { record_.set_trace(id); }
+  // The caller sends a request every `d` (a load generator, a fixed-rate poller): the total is
+  // recorded with coordinated-omission correction. Zero (the default) disables it.
+  void set_expected_interval(Duration d) {
+    expected_interval_ns_ = static_cast<uint64_t>(d.count());
+  }
 
   // Ends the request now: records the total and every marked stage, offers it to the sampler.
   // Later calls do nothing and return kSkipped.
@@ -164,6 +172,7 @@ class RequestTimer {
   const MonoTime start_;
   MonoTime last_;
   RequestRecord record_;
+  uint64_t expected_interval_ns_ = 0;
   bool finished_ = false;
 };
 
@@ -201,7 +210,12 @@ class Registry {
   // One tick: every series moves its new records into the current slot, then every
   // RequestMetrics updates its sampler. Call it once per slot (WindowOptions::slot); records
   // made between two calls are attributed to the slot holding the midpoint of the two calls.
+  // Slot times follow the monotonic clock from the wall-clock time at construction, so a step
+  // of the system clock (NTP) does not send every interval to the wrong slot.
   void Collect();
+
+  // The registry's notion of now: wall-clock time at construction plus monotonic time since.
+  WallTime Now() const;
 
   const Clock& clock() const { return clock_; }
   const RegistryOptions& options() const { return options_; }
@@ -209,6 +223,7 @@ class Registry {
  private:
   const Clock& clock_;
   const RegistryOptions options_;
+  const Duration wall_minus_mono_;
 
   mutable std::mutex mu_;
   absl::flat_hash_map<std::string, std::unique_ptr<Series>> series_;  // guarded by mu_

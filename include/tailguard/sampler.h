@@ -72,9 +72,11 @@ struct SamplerOptions {
 // Decides per request whether to keep it, and keeps it in a bounded buffer.
 //
 // Thread-safe. Offer() reads two atomics and a thread-local random state; only a kept request
-// touches shared memory, through a try-lock that never waits: when it is busy the record is
-// dropped and counted instead. Update() is called by the collector once per tick with the
-// current traffic rate and P99.
+// touches shared memory, under a mutex held for one record's copy. A slow or failed request
+// waits for it (they are always kept); an ordinary sampled one that finds it busy is dropped and
+// counted instead. Drain() swaps buffers, so it holds the mutex for O(1). Update() is called by
+// the collector once per tick with the current traffic rate and P99. Until the first Update()
+// every request is kept.
 class Sampler {
  public:
   explicit Sampler(SamplerOptions options = {});
@@ -98,7 +100,7 @@ class Sampler {
   uint64_t kept() const;
   // Kept records pushed out of the full buffer before anyone drained them.
   uint64_t evicted() const;
-  // Records that should have been kept but met a busy buffer.
+  // Ordinary (rate) samples that met a busy buffer and were not kept.
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
 
   const SamplerOptions& options() const { return options_; }
@@ -115,12 +117,14 @@ class Sampler {
   // Counter of failed try-locks; relaxed, only ever summed for display.
   std::atomic<uint64_t> dropped_{0};
 
+  std::mutex drain_mu_;  // serialises Drain(), which owns spare_ outside mu_
   mutable std::mutex mu_;
-  std::vector<SampledRequest> ring_;  // guarded by mu_; fixed size options_.capacity
-  size_t head_ = 0;                   // guarded by mu_; index of the oldest held record
-  size_t size_ = 0;                   // guarded by mu_
-  uint64_t kept_ = 0;                 // guarded by mu_
-  uint64_t evicted_ = 0;              // guarded by mu_
+  std::vector<SampledRequest> ring_;   // guarded by mu_; fixed size options_.capacity
+  std::vector<SampledRequest> spare_;  // guarded by drain_mu_ (swapped with ring_ under both)
+  size_t head_ = 0;                    // guarded by mu_; index of the oldest held record
+  size_t size_ = 0;                    // guarded by mu_
+  uint64_t kept_ = 0;                  // guarded by mu_
+  uint64_t evicted_ = 0;               // guarded by mu_
 };
 
 }  // namespace tailguard

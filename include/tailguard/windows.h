@@ -44,8 +44,9 @@ class SlidingWindows {
   SlidingWindows& operator=(SlidingWindows&&) noexcept;
 
   // Adds `interval`, recorded during the slot that contains `t`. Adding to a slot that already
-  // has data merges into it. Data older than every slot still kept is dropped and counted in
-  // late_drops(): the ring never rewrites the past it has already rolled up.
+  // has data merges into it. Data for a slot older than the fine ring (fine_slots behind the
+  // newest slot seen) is dropped and counted in late_drops(); late data inside the fine ring is
+  // also merged into its coarse slot when that slot is still kept.
   void Add(WallTime t, const Histogram& interval);
 
   // Merges the slots that start in [now - length, now). Windows longer than fine_slots * slot
@@ -57,7 +58,7 @@ class SlidingWindows {
   // Longest window that can be answered: fine_slots * slot + coarse_slots * coarse slot length.
   Duration span() const;
 
-  // Values whose slot was already rolled up or expired when they arrived.
+  // Values (in range or not) that arrived too late to be kept.
   uint64_t late_drops() const;
 
   // Bytes held by the stored slots (not counting the options and ring bookkeeping).

@@ -1,1 +1,183 @@
-// Placeholder; see include/tailguard/.
+// The ensemble anomaly score.
+//
+// The algorithm:
+// 1. Holt-Winters forecasts each point from the points before it (level, trend, and the daily
+//    and weekly pattern once the series shows one). Two detectors judge the forecast error: the
+//    error in Holt-Winters' own residual standard deviations, and the Hampel filter's robust
+//    z-score of the error against the median and MAD of the recent errors. Judging errors rather
+//    than values keeps a daily peak from looking like a spike every day, while spikes, level
+//    shifts and broken patterns all show as large errors.
+// 2. The raw score is log(1 + the larger of the two z-scores): detectors agree on "how many
+//    sigmas", and the log keeps a flat series' enormous z-scores comparable.
+// 3. The raw score, and an EWMA of it (alpha 2 / (short_window + 1)), are each compared with
+//    their own history: mean and standard deviation over the last long_window points. The
+//    upper-tail probability q under a normal fit is how unusual the point (a spike) or the recent
+//    points (a sustained change) are for this series, which is what lets one threshold work
+//    across very different series (the "anomaly likelihood" of Numenta's HTM detector, on our
+//    own raw score). The smaller q of the two counts.
+// 4. score = min(1, -log10(q) / 10): 0.3 is one in a thousand, 0.5 one in 100 000, 1 one in
+//    10^10 or rarer.
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <vector>
+
+#include "tailguard/detect.h"
+
+namespace tailguard {
+namespace {
+
+// Mean and variance over a sliding window of fixed size.
+class RollingStats {
+ public:
+  explicit RollingStats(int n) : ring_(static_cast<size_t>(std::max(n, 2)), 0.0) {}
+
+  void Push(double x) {
+    if (count_ == ring_.size()) {
+      const double old = ring_[next_];
+      sum_ -= old;
+      sum_sq_ -= old * old;
+    } else {
+      ++count_;
+    }
+    ring_[next_] = x;
+    sum_ += x;
+    sum_sq_ += x * x;
+    next_ = (next_ + 1) % ring_.size();
+    // Running sums drift with floating-point error; recompute once per window.
+    if (next_ == 0) {
+      sum_ = sum_sq_ = 0;
+      for (double v : ring_) sum_ += v, sum_sq_ += v * v;
+    }
+  }
+  size_t count() const { return count_; }
+  double mean() const { return count_ ? sum_ / static_cast<double>(count_) : 0; }
+  double stddev() const {
+    if (count_ < 2) return 0;
+    const double m = mean();
+    return std::sqrt(std::max(0.0, sum_sq_ / static_cast<double>(count_) - m * m));
+  }
+
+ private:
+  std::vector<double> ring_;
+  size_t next_ = 0;
+  size_t count_ = 0;
+  double sum_ = 0;
+  double sum_sq_ = 0;
+};
+
+constexpr double kMaxZ = 1e6;
+// The smoothed score's spread never counts as less than this, so a series that has been
+// perfectly regular does not turn every ripple into a certainty.
+constexpr double kMinSpread = 0.1;
+// Points of history before scores mean anything.
+constexpr size_t kWarmup = 30;
+
+// How unusual `x` is against `history`, as min(1, -log10(upper tail probability) / 10).
+double Surprise(double x, const RollingStats& history) {
+  const double spread = std::max(history.stddev(), kMinSpread);
+  const double z = (x - history.mean()) / spread;
+  const double q = 0.5 * std::erfc(z / std::sqrt(2.0));
+  return q > 0 ? std::clamp(-std::log10(q) / 10, 0.0, 1.0) : 1.0;
+}
+
+}  // namespace
+
+struct AnomalyDetector::State {
+  explicit State(const EnsembleOptions& o)
+      : options(o),
+        hampel(o.hampel),
+        smooth(2.0 / (std::max(o.short_window, 1) + 1)),
+        raw_history(o.long_window),
+        smooth_history(o.long_window) {}
+
+  // Creates the forecaster once the spacing of points is known.
+  void StartForecaster(Duration step) {
+    HoltWintersOptions hw;
+    hw.seasons = options.seasons;
+    if (hw.seasons.empty() && step.count() > 0) {
+      const int64_t day = std::chrono::nanoseconds(std::chrono::hours(24)).count() / step.count();
+      // Daily and weekly seasons when they are whole numbers of points and not so long that
+      // fitting them costs more than they help (per-minute data and coarser).
+      if (day >= 4 && day <= 1440 &&
+          day * step.count() == std::chrono::nanoseconds(std::chrono::hours(24)).count()) {
+        hw.seasons.push_back(static_cast<int>(day));
+        if (day * 7 <= 10080) hw.seasons.push_back(static_cast<int>(day * 7));
+      }
+    }
+    forecaster.emplace(hw);
+  }
+
+  EnsembleOptions options;
+  Hampel hampel;
+  std::optional<HoltWinters> forecaster;
+  Ewma smooth;
+  RollingStats raw_history;
+  RollingStats smooth_history;
+  bool have_first = false;
+  WallTime first{};
+  std::vector<double> pending;  // values seen before the forecaster started
+};
+
+AnomalyDetector::AnomalyDetector(EnsembleOptions options) : s_(std::make_unique<State>(options)) {}
+AnomalyDetector::~AnomalyDetector() = default;
+AnomalyDetector::AnomalyDetector(AnomalyDetector&&) noexcept = default;
+AnomalyDetector& AnomalyDetector::operator=(AnomalyDetector&&) noexcept = default;
+
+AnomalyPoint AnomalyDetector::Update(WallTime t, double value) {
+  State& s = *s_;
+  AnomalyPoint p;
+  if (!s.forecaster) {
+    if (s.options.step.count() > 0) {
+      s.StartForecaster(s.options.step);
+    } else if (!s.have_first) {
+      s.have_first = true;
+      s.first = t;
+    } else if (t > s.first) {
+      s.StartForecaster(t - s.first);
+    }
+    if (s.forecaster) {
+      for (double v : s.pending) s.forecaster->Update(v);
+      s.pending.clear();
+    }
+  }
+  if (std::isnan(value)) {
+    if (s.forecaster) s.forecaster->Update(value);
+    return p;
+  }
+
+  double z = 0;
+  if (s.forecaster) {
+    p.forecast = s.forecaster->Update(value);
+    if (!std::isnan(p.forecast.value)) {
+      const double error = value - p.forecast.value;
+      p.hampel = s.hampel.Update(error);
+      if (p.hampel.ready) z = p.hampel.z;
+      const double sigma = s.forecaster->residual_sigma();
+      if (!std::isnan(p.forecast.lower) && sigma > 0) {
+        z = std::max(z, std::min(std::abs(error) / sigma, kMaxZ));
+      }
+    }
+  } else {
+    s.pending.push_back(value);
+  }
+
+  p.raw = std::log1p(z);
+  const double smoothed = s.smooth.Update(p.raw);
+  if (s.raw_history.count() >= kWarmup) {
+    p.score = std::max(Surprise(p.raw, s.raw_history), Surprise(smoothed, s.smooth_history));
+  }
+  s.raw_history.Push(p.raw);
+  s.smooth_history.Push(smoothed);
+  return p;
+}
+
+std::vector<double> ScoreSeries(std::span<const WallTime> times, std::span<const double> values,
+                                const EnsembleOptions& options) {
+  AnomalyDetector d(options);
+  std::vector<double> scores(values.size());
+  for (size_t i = 0; i < values.size(); ++i) scores[i] = d.Update(times[i], values[i]).score;
+  return scores;
+}
+
+}  // namespace tailguard

@@ -27,6 +27,7 @@ absl::Status Corrupt(size_t offset, std::string_view what) {
 Histogram::Histogram() : counts_(BucketLayout::kBucketCount, 0) {}
 
 bool Histogram::RecordN(uint64_t value, uint64_t count) {
+  if (count == 0) return value <= BucketLayout::kMaxValue;
   if (value > BucketLayout::kMaxValue) {
     out_of_range_ += count;
     return false;
@@ -41,11 +42,15 @@ bool Histogram::RecordN(uint64_t value, uint64_t count) {
 
 bool Histogram::RecordCorrected(uint64_t value, uint64_t expected_interval) {
   if (!Record(value)) return false;
-  if (expected_interval == 0) return true;
-  for (uint64_t missing = value > expected_interval ? value - expected_interval : 0;
-       missing >= expected_interval; missing -= expected_interval) {
-    Record(missing);
-  }
+  BucketLayout::ForEachCorrection(
+      value, expected_interval, [this](int index, uint64_t n, uint64_t highest, uint64_t lowest) {
+        counts_[static_cast<size_t>(index)] += n;
+        count_ += n;
+        // The terms are an arithmetic progression: n times their mean.
+        sum_ += static_cast<double>(n) *
+                (static_cast<double>(highest) + static_cast<double>(lowest)) / 2;
+        min_ = std::min(min_, lowest);
+      });
   return true;
 }
 
@@ -192,6 +197,13 @@ absl::StatusOr<Histogram> Histogram::Deserialize(std::string_view bytes) {
   const double sum = std::bit_cast<double>(*sum_bits);
   if (!std::isfinite(sum) || std::signbit(sum)) {
     return Corrupt(in.offset() - 8, "sum is not a finite number >= 0");
+  }
+  // Every value lies in [min, max], so the sum does too, times the count (with room for
+  // rounding).
+  const double n = static_cast<double>(*count);
+  if (sum < n * static_cast<double>(*min) * (1 - 1e-9) ||
+      sum > n * static_cast<double>(*max) * (1 + 1e-9)) {
+    return Corrupt(in.offset() - 8, "sum is outside count * [min, max]");
   }
   auto first = in.Varint();
   auto last = in.Varint();

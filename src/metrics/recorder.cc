@@ -14,6 +14,7 @@ namespace recorder_internal {
 
 thread_local CacheEntry* tls_entries = nullptr;
 thread_local uint32_t tls_size = 0;
+thread_local bool tls_dead = false;
 
 namespace {
 
@@ -25,6 +26,7 @@ struct ThreadCache {
   ~ThreadCache() {
     tls_entries = nullptr;
     tls_size = 0;
+    tls_dead = true;
     for (auto& w : owned) {
       if (w) w->retired.store(true, std::memory_order_release);
     }
@@ -77,6 +79,9 @@ Recorder::Recorder()
 Recorder::~Recorder() { recorder_internal::Slots().Release(slot_); }
 
 Writer* Recorder::RegisterThread() {
+  // A record from a thread-local destructor that runs after tls_cache's: touching tls_cache
+  // now would use freed memory.
+  if (recorder_internal::tls_dead) return nullptr;
   auto& cache = recorder_internal::tls_cache;
   if (cache.entries.size() <= slot_) {
     cache.entries.resize(slot_ + 1, recorder_internal::CacheEntry{0, nullptr});
@@ -95,13 +100,31 @@ Writer* Recorder::RegisterThread() {
   return writer.get();
 }
 
+bool Recorder::RecordLocked(uint64_t value, uint64_t expected_interval) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!late_) late_ = std::make_unique<Histogram>();
+  return late_->RecordCorrected(value, expected_interval);
+}
+
 bool Recorder::RecordCorrected(uint64_t value, uint64_t expected_interval) {
-  if (!Record(value)) return false;
-  if (expected_interval == 0) return true;
-  for (uint64_t missing = value > expected_interval ? value - expected_interval : 0;
-       missing >= expected_interval; missing -= expected_interval) {
-    Record(missing);
+  Writer* w = LocalWriter();
+  if (w == nullptr) return RecordLocked(value, expected_interval);
+  if (value > BucketLayout::kMaxValue) {
+    Writer::Add(w->out_of_range, 1);
+    return false;
   }
+  Writer::Bump(w->counts[BucketLayout::Index(value)]);
+  BucketLayout::ForEachCorrection(
+      value, expected_interval, [w](int index, uint64_t n, uint64_t, uint64_t) {
+        constexpr uint64_t kMaxPerBucket = uint64_t{1} << 31;
+        if (n > kMaxPerBucket) {
+          Writer::Add(w->out_of_range, n - kMaxPerBucket);
+          n = kMaxPerBucket;
+        }
+        std::atomic<uint32_t>& c = w->counts[index];
+        c.store(c.load(std::memory_order_relaxed) + static_cast<uint32_t>(n),
+                std::memory_order_relaxed);
+      });
   return true;
 }
 
@@ -125,12 +148,21 @@ void Recorder::CollectInto(Histogram& out) {
     if (retired) w.reset();
   }
   std::erase(writers_, nullptr);
+  if (late_) {
+    interval.Merge(*late_);
+    late_.reset();
+  }
   out.Merge(interval);
 }
 
 size_t Recorder::writer_count() const {
   std::lock_guard<std::mutex> lock(mu_);
   return writers_.size();
+}
+
+size_t Recorder::MemoryBytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return writers_.size() * sizeof(Writer) + (late_ ? late_->MemoryBytes() : 0);
 }
 
 }  // namespace tailguard

@@ -102,8 +102,9 @@ Histogram Series::Cumulative() const {
 }
 
 size_t Series::MemoryBytes() const {
+  const size_t writers = recorder_.MemoryBytes();
   std::lock_guard<std::mutex> lock(mu_);
-  return windows_.MemoryBytes() + last_.MemoryBytes() + cumulative_.MemoryBytes();
+  return writers + windows_.MemoryBytes() + last_.MemoryBytes() + cumulative_.MemoryBytes();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -118,11 +119,15 @@ RequestMetrics::RequestMetrics(RouteLabels labels, std::array<Series*, kStageCou
                        clock.MonotonicNow().time_since_epoch()),
       sampler_(sampler) {}
 
-SampleDecision RequestMetrics::RecordRequest(const RequestRecord& r) {
-  for (int i = 0; i < kStageCount; ++i) {
-    if (r.stage_ns[static_cast<size_t>(i)] != 0 || i == 0) {
-      stages_[static_cast<size_t>(i)]->Record(r.stage_ns[static_cast<size_t>(i)]);
-    }
+SampleDecision RequestMetrics::RecordRequest(const RequestRecord& r,
+                                             uint64_t expected_interval_ns) {
+  if (expected_interval_ns == 0) {
+    stages_[0]->Record(r.stage_ns[0]);
+  } else {
+    stages_[0]->RecordCorrected(r.stage_ns[0], expected_interval_ns);
+  }
+  for (size_t i = 1; i < kStageCount; ++i) {
+    if (r.stage_ns[i] != 0) stages_[i]->Record(r.stage_ns[i]);
   }
   return sampler_.Offer(r);
 }
@@ -167,14 +172,22 @@ SampleDecision RequestTimer::Finish() {
   const MonoTime now = metrics_.clock().MonotonicNow();
   record_.stage_ns[0] = static_cast<uint64_t>((now - start_).count());
   record_.start = metrics_.ToWall(start_);
-  return metrics_.RecordRequest(record_);
+  return metrics_.RecordRequest(record_, expected_interval_ns_);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Registry
 
 Registry::Registry(const Clock& clock, RegistryOptions options)
-    : clock_(clock), options_(options), last_collect_(clock.WallNow()) {}
+    : clock_(clock),
+      options_(options),
+      wall_minus_mono_(clock.WallNow().time_since_epoch() -
+                       clock.MonotonicNow().time_since_epoch()),
+      last_collect_(Now()) {}
+
+WallTime Registry::Now() const {
+  return WallTime(clock_.MonotonicNow().time_since_epoch() + wall_minus_mono_);
+}
 
 Registry::~Registry() = default;
 
@@ -255,7 +268,7 @@ std::vector<RequestMetrics*> Registry::AllRequests() const {
 
 void Registry::Collect() {
   std::lock_guard<std::mutex> lock(collect_mu_);
-  const WallTime now = clock_.WallNow();
+  const WallTime now = Now();
   const Duration interval = now - last_collect_;
   const WallTime slot = last_collect_ + interval / 2;
   for (Series* s : AllSeries()) s->Collect(slot);

@@ -49,7 +49,9 @@ void RequestRecord::set_trace(std::string_view id) {
 }
 
 Sampler::Sampler(SamplerOptions options)
-    : options_(options), ring_(std::max<size_t>(options.capacity, 1)) {}
+    : options_(options),
+      ring_(std::max<size_t>(options.capacity, 1)),
+      spare_(std::max<size_t>(options.capacity, 1)) {}
 
 double Sampler::KeepFraction(double qps, const SamplerOptions& o) {
   if (!(qps > o.keep_all_qps)) return 1.0;
@@ -76,10 +78,17 @@ SampleDecision Sampler::Offer(const RequestRecord& r) {
 }
 
 SampleDecision Sampler::Keep(const RequestRecord& r, SampleReason reason) {
-  std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
-  if (!lock.owns_lock()) {
-    dropped_.fetch_add(1, std::memory_order_relaxed);
-    return SampleDecision::kDropped;
+  // Slow and failed requests are always kept: they wait for the lock, which is only ever held
+  // for one record's copy (Drain swaps buffers rather than copying under it). Ordinary samples
+  // are interchangeable, so one that meets a busy lock is dropped and counted instead.
+  std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+  if (reason == SampleReason::kRate) {
+    if (!lock.try_lock()) {
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      return SampleDecision::kDropped;
+    }
+  } else {
+    lock.lock();
   }
   if (size_ == ring_.size()) {
     head_ = (head_ + 1) % ring_.size();
@@ -93,10 +102,21 @@ SampleDecision Sampler::Keep(const RequestRecord& r, SampleReason reason) {
 }
 
 std::vector<SampledRequest> Sampler::Drain() {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::vector<SampledRequest> out = CopyHeld();
-  head_ = 0;
-  size_ = 0;
+  std::lock_guard<std::mutex> drain_lock(drain_mu_);
+  size_t head;
+  size_t size;
+  {
+    // O(1) under the lock that Offer() takes: swap in the empty spare ring.
+    std::lock_guard<std::mutex> lock(mu_);
+    std::swap(ring_, spare_);
+    head = head_;
+    size = size_;
+    head_ = 0;
+    size_ = 0;
+  }
+  std::vector<SampledRequest> out;
+  out.reserve(size);
+  for (size_t i = 0; i < size; ++i) out.push_back(spare_[(head + i) % spare_.size()]);
   return out;
 }
 

@@ -96,7 +96,7 @@ void SlidingWindows::Add(WallTime t, const Histogram& interval) {
   const int64_t cindex = FloorDiv(index, m.options.coarse_factor);
   const int64_t fine_size = std::ssize(m.fine);
   if (m.newest != kNone && index <= m.newest - fine_size) {
-    m.late_drops += interval.count();
+    m.late_drops += interval.count() + interval.out_of_range();
     return;
   }
   if (cindex > m.pending_index) {

@@ -1,1 +1,112 @@
+// The ensemble score on shaped series: a step, a spike, a seasonal series with an anomaly;
+// scale invariance across series; missing points.
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "tailguard/detect.h"
+
+namespace tailguard {
+namespace {
+
+using std::chrono::minutes;
+
+struct Series {
+  std::vector<WallTime> t;
+  std::vector<double> v;
+};
+
+// 5-minute points with gaussian noise around `level`.
+Series Noisy(int n, double level, double sd, uint64_t seed) {
+  Series s;
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> noise(0, sd);
+  for (int i = 0; i < n; ++i) {
+    s.t.push_back(FakeClock::DefaultStart() + minutes(5 * i));
+    s.v.push_back(level + noise(rng));
+  }
+  return s;
+}
+
+double MaxIn(const std::vector<double>& v, size_t from, size_t to) {
+  return *std::max_element(v.begin() + static_cast<long>(from), v.begin() + static_cast<long>(to));
+}
+
+TEST(EnsembleTest, ScoresAreInUnitIntervalAndLowOnNoise) {
+  Series s = Noisy(2000, 50, 3, 1);
+  const std::vector<double> scores = ScoreSeries(s.t, s.v);
+  for (double x : scores) {
+    ASSERT_GE(x, 0);
+    ASSERT_LE(x, 1);
+  }
+  // Noise alone stays below one-in-100000 most of the time.
+  const auto high =
+      std::count_if(scores.begin() + 500, scores.end(), [](double x) { return x > 0.5; });
+  EXPECT_LT(high, 15);
+}
+
+TEST(EnsembleTest, LevelShiftScoresHighAtItsOnset) {
+  Series s = Noisy(1500, 50, 3, 2);
+  for (size_t i = 1000; i < s.v.size(); ++i) s.v[i] += 40;  // P99 jumps by 80 %
+  const std::vector<double> scores = ScoreSeries(s.t, s.v);
+  EXPECT_GT(MaxIn(scores, 1000, 1005), 0.6);
+  EXPECT_LT(MaxIn(scores, 500, 995), MaxIn(scores, 1000, 1005));
+}
+
+TEST(EnsembleTest, SpikeScoresHigh) {
+  Series s = Noisy(1200, 200, 10, 3);
+  s.v[1000] = 600;
+  const std::vector<double> scores = ScoreSeries(s.t, s.v);
+  EXPECT_GT(scores[1000], 0.6);
+}
+
+TEST(EnsembleTest, SeasonalAnomalyIsFoundAndTheSeasonIsNot) {
+  // Hourly points with a strong daily cycle; on day 12 the afternoon peak does not come.
+  Series s;
+  std::mt19937_64 rng(4);
+  std::normal_distribution<double> noise(0, 1);
+  for (int i = 0; i < 24 * 16; ++i) {
+    s.t.push_back(FakeClock::DefaultStart() + std::chrono::hours(i));
+    const bool missing_peak = i / 24 == 12 && (i % 24) >= 12 && (i % 24) < 18;
+    const double peak =
+        missing_peak ? 0 : 40 * std::max(0.0, std::sin(M_PI * ((i % 24) - 12) / 6.0));
+    s.v.push_back(60 + peak + noise(rng));
+  }
+  const std::vector<double> scores = ScoreSeries(s.t, s.v);
+  const double anomaly = MaxIn(scores, 12 * 24 + 12, 12 * 24 + 18);
+  const double ordinary_days = MaxIn(scores, 8 * 24, 12 * 24);
+  EXPECT_GT(anomaly, 0.5);
+  EXPECT_GT(anomaly, ordinary_days);
+}
+
+TEST(EnsembleTest, NormalisedPerSeriesScaleAndOffsetDoNotMatter) {
+  Series a = Noisy(1500, 50, 3, 5);
+  for (size_t i = 1200; i < a.v.size(); ++i) a.v[i] += 20;
+  Series b = a;
+  for (double& x : b.v) x = 1e6 + 1000 * x;  // another unit, another baseline
+  const std::vector<double> sa = ScoreSeries(a.t, a.v);
+  const std::vector<double> sb = ScoreSeries(b.t, b.v);
+  for (size_t i = 0; i < sa.size(); ++i) ASSERT_NEAR(sa[i], sb[i], 1e-3) << i;
+}
+
+TEST(EnsembleTest, MissingPointsScoreZeroAndDoNotDerail) {
+  Series s = Noisy(1000, 50, 3, 6);
+  for (size_t i = 600; i < 620; ++i) s.v[i] = kNaN;
+  const std::vector<double> scores = ScoreSeries(s.t, s.v);
+  for (size_t i = 600; i < 620; ++i) EXPECT_EQ(scores[i], 0);
+  EXPECT_LT(MaxIn(scores, 650, 1000), 0.6);
+}
+
+TEST(EnsembleTest, IsCausal) {
+  // Changing the future never changes the past.
+  Series s = Noisy(800, 50, 3, 7);
+  const std::vector<double> before = ScoreSeries(s.t, s.v);
+  s.v[700] = 1e4;
+  const std::vector<double> after = ScoreSeries(s.t, s.v);
+  for (size_t i = 0; i < 700; ++i) ASSERT_EQ(before[i], after[i]);
+}
+
+}  // namespace
+}  // namespace tailguard

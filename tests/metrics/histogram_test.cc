@@ -295,7 +295,7 @@ TEST(HistogramSerializationTest, RejectsStructurallyInconsistentInputBehindAVali
   };
   const std::vector<Case> cases = {
       // count, oor, min, max, [sum], first, last, entries...
-      {Forge(Body({2, 0, 1000, 1000, b, b, zz(1)}, 1000, 4)), "add up to 1 but the header says 2"},
+      {Forge(Body({2, 0, 1000, 1000, b, b, zz(1)}, 2000, 4)), "add up to 1 but the header says 2"},
       {Forge(Body({1, 0, 2000, 1000, b, b, zz(1)}, 1000, 4)), "out of order"},
       {Forge(Body({1, 0, 1000, 1000, b, b + 1, zz(1)}, 1000, 4)), "does not match min and max"},
       {Forge(Body({1, 0, 1000, 1000, b, b, zz(1), 5}, 1000, 4)), "trailing bytes"},
@@ -312,8 +312,8 @@ TEST(HistogramSerializationTest, RejectsStructurallyInconsistentInputBehindAVali
   for (const Case& c : cases) {
     absl::StatusOr<Histogram> h = Histogram::Deserialize(c.bytes);
     ASSERT_FALSE(h.ok()) << c.message;
-    EXPECT_THAT(h.status().message(), HasSubstr(c.message));
-    EXPECT_THAT(h.status().message(), HasSubstr("at byte"));
+    EXPECT_THAT(std::string(h.status().message()), HasSubstr(c.message));
+    EXPECT_THAT(std::string(h.status().message()), HasSubstr("at byte"));
   }
   // And the same construction with consistent fields is accepted, so the cases above fail for
   // the reason they name.
@@ -321,6 +321,61 @@ TEST(HistogramSerializationTest, RejectsStructurallyInconsistentInputBehindAVali
       Histogram::Deserialize(Forge(Body({1, 0, 1000, 1000, b, b, zz(1)}, 1000, 4)));
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ(ok->Quantile(0.5), 1000u);
+}
+
+}  // namespace
+}  // namespace tailguard
+
+namespace tailguard {
+namespace {
+
+// Regression (review): RecordN with a count of zero moved min and max.
+TEST(HistogramTest, RecordNOfZeroRecordsNothing) {
+  Histogram h;
+  EXPECT_TRUE(h.RecordN(1000, 0));
+  EXPECT_EQ(h, Histogram());
+  h.Record(5000);
+  EXPECT_EQ(h.min(), 5000u);
+  EXPECT_TRUE(Histogram::Deserialize(h.Serialize()).ok());
+}
+
+TEST(HistogramTest, CorrectionByBucketMatchesOneByOne) {
+  for (uint64_t value : {uint64_t{999}, uint64_t{1000}, uint64_t{123'457}, uint64_t{10'000'000}}) {
+    for (uint64_t interval : {uint64_t{1}, uint64_t{7}, uint64_t{100}, uint64_t{4999}}) {
+      Histogram fast;
+      fast.RecordCorrected(value, interval);
+      Histogram slow;
+      slow.Record(value);
+      for (uint64_t m = value - interval; value >= interval && m >= interval; m -= interval) {
+        slow.Record(m);
+      }
+      ASSERT_EQ(fast.count(), slow.count()) << value << " " << interval;
+      ASSERT_EQ(fast.min(), slow.min());
+      ASSERT_EQ(fast.max(), slow.max());
+      ASSERT_NEAR(fast.sum(), slow.sum(), 1e-9 * slow.sum());
+      for (int i = 0; i < BucketLayout::kBucketCount; ++i) {
+        ASSERT_EQ(fast.bucket_count(i), slow.bucket_count(i));
+      }
+    }
+  }
+}
+
+TEST(HistogramSerializationTest, RejectsASumOutsideCountTimesMinMax) {
+  Histogram h;
+  h.Record(1000);
+  h.Record(2000);
+  std::string bytes = h.Serialize();
+  // Rebuild with a sum of 10 (far below 2 * 1000) and a fresh checksum.
+  const std::string good = bytes;
+  const size_t sum_at = good.find(std::string("\x00\x00\x00\x00\x00\x70\xa7\x40", 8));
+  ASSERT_NE(sum_at, std::string::npos);  // 3000.0 as a little-endian double
+  std::string body = good.substr(0, good.size() - 4);
+  const double ten = 10;
+  body.replace(sum_at, 8, std::string(reinterpret_cast<const char*>(&ten), 8));
+  encoding::PutFixed32(body, encoding::Crc32(body));
+  absl::StatusOr<Histogram> back = Histogram::Deserialize(body);
+  ASSERT_FALSE(back.ok());
+  EXPECT_THAT(std::string(back.status().message()), HasSubstr("sum is outside"));
 }
 
 }  // namespace

@@ -155,3 +155,45 @@ TEST(RecorderConcurrencyTest, ThreadsComingAndGoingWhileCollecting) {
 
 }  // namespace
 }  // namespace tailguard
+
+namespace tailguard {
+namespace {
+
+// Regression: a thread_local whose destructor records after the recorder's own thread-local
+// cache is destroyed (it was constructed first, so it is destroyed last) used freed memory.
+Recorder* flush_target = nullptr;
+struct FlushOnExit {
+  bool armed = false;
+  ~FlushOnExit() {
+    if (armed) flush_target->Record(5000);
+  }
+};
+thread_local FlushOnExit flush_on_exit;
+
+TEST(RecorderTest, RecordsFromLateThreadLocalDestructorsAreKept) {
+  Recorder r;
+  flush_target = &r;
+  std::thread t([&] {
+    flush_on_exit.armed = true;  // constructed before the recorder's cache
+    r.Record(1000);
+  });
+  t.join();
+  Histogram h = r.Collect();
+  EXPECT_EQ(h.count(), 2u);
+  EXPECT_NEAR(static_cast<double>(h.max()), 5000, 5000.0 / 128);
+}
+
+TEST(RecorderTest, LongStallCorrectionIsBoundedWork) {
+  Recorder r;
+  // An hour-long stall at one request per microsecond: 3.6e9 corrections, added per bucket.
+  ASSERT_TRUE(r.RecordCorrected(3'600'000'000'000, 1000));
+  Histogram h = r.Collect();
+  EXPECT_EQ(h.count() + h.out_of_range(), 3'600'000'000u);
+  Histogram exact;
+  exact.RecordCorrected(3'600'000'000'000, 1000);
+  EXPECT_EQ(exact.count(), 3'600'000'000u);
+  EXPECT_NEAR(static_cast<double>(exact.Quantile(0.5)), 1.8e12, 1.8e12 / 100);
+}
+
+}  // namespace
+}  // namespace tailguard

@@ -145,3 +145,31 @@ TEST(RequestTimerTest, FinishIsIdempotent) {
 
 }  // namespace
 }  // namespace tailguard
+
+namespace tailguard {
+namespace {
+
+TEST(RequestTimerTest, ExpectedIntervalCorrectsForCoordinatedOmission) {
+  FakeClock clock;
+  Registry reg(clock);
+  RequestMetrics& m = **reg.Requests({"m", "v", "/r"});
+  {
+    RequestTimer t(m);
+    t.set_expected_interval(std::chrono::milliseconds(10));
+    clock.Advance(std::chrono::milliseconds(100));  // a 100 ms stall at one request per 10 ms
+  }
+  reg.Collect();
+  // 100 ms, plus the 90, 80, ..., 10 ms the requests stuck behind it would have seen.
+  EXPECT_EQ(m.stage(Stage::kTotal).LastInterval().count(), 10u);
+}
+
+TEST(SeriesTest, MemoryCountsPerThreadWriters) {
+  Registry reg;
+  Series* s = *reg.GetOrCreate("x", {});
+  const size_t before = s->MemoryBytes();
+  s->Record(1);
+  EXPECT_GE(s->MemoryBytes(), before + BucketLayout::kBucketCount * sizeof(uint32_t));
+}
+
+}  // namespace
+}  // namespace tailguard

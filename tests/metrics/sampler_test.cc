@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "tailguard/registry.h"
 
 namespace tailguard {
@@ -117,6 +120,39 @@ TEST(SamplerTest, TraceIdsAreTruncatedNotOverflowed) {
   EXPECT_EQ(r.trace(), "4bf92f3577b34da6a3ce929d0e0e4736");
   r.set_trace(std::string(100, 'a'));
   EXPECT_EQ(r.trace().size(), 32u);
+}
+
+}  // namespace
+}  // namespace tailguard
+
+namespace tailguard {
+namespace {
+
+// Regression (review): failed requests met a busy lock and were dropped.
+TEST(SamplerConcurrencyTest, FailedRequestsAreNeverDroppedUnderContention) {
+  Sampler s({.capacity = 1 << 16});
+  s.Update(1e6, 1);  // high traffic: ordinary requests kept at 1 %
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> drained{0};
+  std::thread drainer([&] {
+    while (!stop.load()) drained += s.Drain().size();
+  });
+  std::vector<std::thread> ts;
+  std::atomic<uint64_t> kept{0};
+  for (int t = 0; t < 4; ++t) {
+    ts.emplace_back([&] {
+      RequestRecord r;
+      r.stage_ns[0] = 0;
+      r.failed = true;
+      for (int i = 0; i < 20000; ++i) kept += s.Offer(r) == SampleDecision::kKept;
+    });
+  }
+  for (auto& t : ts) t.join();
+  stop = true;
+  drainer.join();
+  drained += s.Drain().size();
+  EXPECT_EQ(kept.load(), 80000u);
+  EXPECT_EQ(s.evicted() + drained.load(), 80000u);
 }
 
 }  // namespace
