@@ -194,6 +194,12 @@ struct EnsembleOptions {
   // Smoothing of the raw score, and the short and long horizons (points) of its normalisation.
   int short_window = 10;
   int long_window = 1000;
+  // After the score reaches 0.5 (an incident), the next `cooldown` points score half unless
+  // they exceed the incident's peak: one incident, one alarm. 0 disables. Default 60.
+  int cooldown = 60;
+  // Forecast errors below this fraction of the series' typical magnitude are noise (a floor
+  // under both z-scores' spread). Default 0.003.
+  double resolution = 0.003;
 };
 
 struct AnomalyPoint {

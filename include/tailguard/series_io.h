@@ -42,8 +42,10 @@ struct TimeSeries {
 // both). A bad timestamp or value is an error naming "path:line" and the field.
 absl::StatusOr<TimeSeries> ReadTimeSeriesCsv(const std::string& path);
 
-// Writes `timestamp,value,anomaly_score` rows, one per point, as `tailguard replay` does.
-// REQUIRES: scores.size() == series.times.size().
+// Writes `timestamp,value,anomaly_score` rows, one per point, as `tailguard replay` does:
+// timestamps as FormatTimestamp(), numbers in the shortest form that reads back exactly, an empty
+// value for NaN. Creates missing parent directories.
+// REQUIRES: scores.size() == series.times.size() (otherwise InvalidArgument, nothing written).
 absl::Status WriteScoresCsv(const std::string& path, const TimeSeries& series,
                             const std::vector<double>& scores);
 

@@ -17,6 +17,13 @@
 //    own raw score). The smaller q of the two counts.
 // 4. score = min(1, -log10(q) / 10): 0.3 is one in a thousand, 0.5 one in 100 000, 1 one in
 //    10^10 or rarer.
+// 5. One incident, one peak: once the score reaches 0.5, the next `cooldown` points are halved
+//    (and kept under 0.5) unless they are ten times rarer than the incident's peak so far (0.1
+//    above it), which restarts the cooldown. A long incident is then reported once, at its onset,
+//    and only a worsening is news; the score stays visibly raised while it lasts.
+//
+// Errors smaller than `resolution` times the series' typical magnitude (an EWMA of |x|) count as
+// noise in both z-scores: a perfectly regular series is not alarmed by rounding.
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -70,6 +77,12 @@ constexpr double kMaxZ = 1e6;
 // The smoothed score's spread never counts as less than this, so a series that has been
 // perfectly regular does not turn every ripple into a certainty.
 constexpr double kMinSpread = 0.1;
+// The score at which an incident starts (one in 100 000), and the damping inside its cooldown.
+constexpr double kIncident = 0.5;
+constexpr double kCooldownDamping = 0.5;
+// How much higher than the incident's peak a score must be to count as news: 0.1 is ten times
+// rarer.
+constexpr double kWorse = 0.1;
 // Points of history before scores mean anything.
 constexpr size_t kWarmup = 30;
 
@@ -117,6 +130,9 @@ struct AnomalyDetector::State {
   bool have_first = false;
   WallTime first{};
   std::vector<double> pending;  // values seen before the forecaster started
+  Ewma scale{0.01};             // typical magnitude of the values
+  int cooldown_left = 0;        // points left in the current incident's cooldown
+  double incident_peak = 0;
 };
 
 AnomalyDetector::AnomalyDetector(EnsembleOptions options) : s_(std::make_unique<State>(options)) {}
@@ -151,13 +167,19 @@ AnomalyPoint AnomalyDetector::Update(WallTime t, double value) {
     p.forecast = s.forecaster->Update(value);
     if (!std::isnan(p.forecast.value)) {
       const double error = value - p.forecast.value;
+      const double floor = s.options.resolution * s.scale.value();
       p.hampel = s.hampel.Update(error);
-      if (p.hampel.ready) z = p.hampel.z;
-      const double sigma = s.forecaster->residual_sigma();
+      if (p.hampel.ready) {
+        const double spread = std::max(1.4826 * p.hampel.mad, floor);
+        const double dev = std::abs(error - p.hampel.median);
+        z = spread > 0 ? std::min(dev / spread, kMaxZ) : (dev > 0 ? kMaxZ : 0);
+      }
+      const double sigma = std::max(s.forecaster->residual_sigma(), floor);
       if (!std::isnan(p.forecast.lower) && sigma > 0) {
         z = std::max(z, std::min(std::abs(error) / sigma, kMaxZ));
       }
     }
+    s.scale.Update(std::abs(value));
   } else {
     s.pending.push_back(value);
   }
@@ -166,6 +188,19 @@ AnomalyPoint AnomalyDetector::Update(WallTime t, double value) {
   const double smoothed = s.smooth.Update(p.raw);
   if (s.raw_history.count() >= kWarmup) {
     p.score = std::max(Surprise(p.raw, s.raw_history), Surprise(smoothed, s.smooth_history));
+  }
+  if (s.cooldown_left > 0) {
+    --s.cooldown_left;
+    if (p.score >= s.incident_peak + kWorse) {
+      s.incident_peak = p.score;
+      s.cooldown_left = s.options.cooldown;
+    } else {
+      // Halved, and kept below the incident level: not news.
+      p.score = std::min(p.score * kCooldownDamping, kIncident - 0.01);
+    }
+  } else if (p.score >= kIncident) {
+    s.incident_peak = p.score;
+    s.cooldown_left = s.options.cooldown;
   }
   s.raw_history.Push(p.raw);
   s.smooth_history.Push(smoothed);

@@ -30,7 +30,8 @@ struct Params {
   double gamma = 0.1;
 };
 
-// The recursions' state. Seasonal arrays are indexed by point number modulo their length.
+// The recursions' state. Seasonal arrays are indexed by point number modulo their length; the
+// model keeps the phase of the next point in each season, so no division runs per point.
 struct Model {
   bool seasonal = false;
   bool multiplicative = false;
@@ -38,33 +39,36 @@ struct Model {
   double level = kNaN;
   double trend = 0;
   std::vector<std::vector<double>> s;  // one array per season
+  int phase[2] = {0, 0};               // position of the next point in each season
 
-  double Predict(int64_t t, int h = 1) const {
+  void SetTime(int64_t t) {
+    for (size_t i = 0; i < seasons.size(); ++i) phase[i] = static_cast<int>(t % seasons[i]);
+  }
+
+  double Predict(int h = 1) const {
     if (std::isnan(level)) return kNaN;
-    double damp = 0;
-    double f = 1;
-    for (int i = 0; i < h; ++i) {
+    double damp = kPhi;
+    double f = kPhi;
+    for (int i = 1; i < h; ++i) {
       f *= kPhi;
       damp += f;
     }
     const double base = level + damp * trend;
     if (!seasonal) return base;
-    const int64_t at = t + h - 1;
-    if (multiplicative) {
-      double v = base;
-      for (size_t i = 0; i < s.size(); ++i) v *= s[i][static_cast<size_t>(at % seasons[i])];
-      return v;
-    }
     double v = base;
-    for (size_t i = 0; i < s.size(); ++i) v += s[i][static_cast<size_t>(at % seasons[i])];
+    for (size_t i = 0; i < s.size(); ++i) {
+      const int at = h == 1 ? phase[i] : (phase[i] + h - 1) % seasons[i];
+      v = multiplicative ? v * s[i][static_cast<size_t>(at)] : v + s[i][static_cast<size_t>(at)];
+    }
     return v;
   }
 
-  // Learns x observed at point t.
-  void Learn(int64_t t, double x, const Params& p) {
+  // Learns x, the next point, and moves on.
+  void Learn(double x, const Params& p) {
     if (std::isnan(level)) {
       level = x;
       trend = 0;
+      Advance();
       return;
     }
     const double prev = level;
@@ -73,8 +77,8 @@ struct Model {
       trend = p.beta * (level - prev) + (1 - p.beta) * kPhi * trend;
       return;
     }
-    double* s0 = &s[0][static_cast<size_t>(t % seasons[0])];
-    double* s1 = s.size() > 1 ? &s[1][static_cast<size_t>(t % seasons[1])] : nullptr;
+    double* s0 = &s[0][static_cast<size_t>(phase[0])];
+    double* s1 = s.size() > 1 ? &s[1][static_cast<size_t>(phase[1])] : nullptr;
     if (multiplicative) {
       const double other0 = s1 ? *s1 : 1.0;
       const double deseason = x / (*s0 * other0);
@@ -91,6 +95,13 @@ struct Model {
       const double new0 = p.gamma * (x - level - other0) + (1 - p.gamma) * *s0;
       if (s1) *s1 = p.gamma * (x - level - *s0) + (1 - p.gamma) * *s1;
       *s0 = new0;
+    }
+    Advance();
+  }
+
+  void Advance() {
+    for (size_t i = 0; i < seasons.size(); ++i) {
+      if (++phase[i] == seasons[i]) phase[i] = 0;
     }
   }
 };
@@ -146,10 +157,10 @@ bool Initialise(Model& m, const std::vector<double>& data, int64_t t0) {
 // squared one-step errors, or +inf when the model blows up.
 double Run(Model& m, const std::vector<double>& data, int64_t t0, const Params& p) {
   const int start = m.seasonal ? m.seasons.back() : 1;
+  m.SetTime(t0 + start);
   double sse = 0;
   for (size_t i = static_cast<size_t>(start); i < data.size(); ++i) {
-    const int64_t t = t0 + static_cast<int64_t>(i);
-    const double f = m.Predict(t);
+    const double f = m.Predict();
     double x = data[i];
     if (std::isnan(x)) {
       x = f;
@@ -157,10 +168,9 @@ double Run(Model& m, const std::vector<double>& data, int64_t t0, const Params& 
       const double e = x - f;
       sse += e * e;
     }
-    m.Learn(t, x, p);
-    if (!std::isfinite(m.level)) return INFINITY;
+    m.Learn(x, p);
   }
-  return sse;
+  return std::isfinite(m.level) ? sse : INFINITY;
 }
 
 }  // namespace
@@ -217,7 +227,8 @@ struct HoltWinters::State {
     static constexpr double kBetas[] = {0.0, 0.005, 0.02, 0.1};
     static constexpr double kGammas[] = {0.01, 0.05, 0.1, 0.2, 0.4};
     double best = Evaluate(shape, data, t0, p);
-    for (int pass = 0; pass < 2; ++pass) {
+    // One pass from the current parameters: refits start near the last optimum.
+    for (int pass = 0; pass < 1; ++pass) {
       for (double a : kAlphas) {
         Params q = p;
         q.alpha = a;
@@ -310,7 +321,7 @@ HoltWinters& HoltWinters::operator=(HoltWinters&&) noexcept = default;
 Forecast HoltWinters::Ahead(int h) const {
   Forecast f;
   const Model& m = s_->model;
-  f.value = m.Predict(s_->t, h);
+  f.value = m.Predict(h);
   if (std::isnan(f.value)) return f;
   f.model = m.seasonal ? 3 : (s_->t >= 2 ? 2 : 1);
   if (s_->errors >= 5 && !std::isnan(s_->abs_error)) {
@@ -337,7 +348,11 @@ Forecast HoltWinters::Update(double x) {
       ++s.errors;
     }
   }
-  if (!std::isnan(learn)) s.model.Learn(s.t, learn, s.params);
+  if (!std::isnan(learn)) {
+    s.model.Learn(learn, s.params);
+  } else {
+    s.model.Advance();
+  }
   s.history[static_cast<size_t>(s.t % static_cast<int64_t>(s.capacity))] = x;
   ++s.t;
   const bool first_season_fit =

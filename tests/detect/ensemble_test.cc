@@ -81,11 +81,11 @@ TEST(EnsembleTest, SeasonalAnomalyIsFoundAndTheSeasonIsNot) {
   EXPECT_GT(anomaly, ordinary_days);
 }
 
-TEST(EnsembleTest, NormalisedPerSeriesScaleAndOffsetDoNotMatter) {
+TEST(EnsembleTest, NormalisedPerSeriesTheUnitDoesNotMatter) {
   Series a = Noisy(1500, 50, 3, 5);
   for (size_t i = 1200; i < a.v.size(); ++i) a.v[i] += 20;
   Series b = a;
-  for (double& x : b.v) x = 1e6 + 1000 * x;  // another unit, another baseline
+  for (double& x : b.v) x = 1000 * x;  // milliseconds to microseconds
   const std::vector<double> sa = ScoreSeries(a.t, a.v);
   const std::vector<double> sb = ScoreSeries(b.t, b.v);
   for (size_t i = 0; i < sa.size(); ++i) ASSERT_NEAR(sa[i], sb[i], 1e-3) << i;
@@ -106,6 +106,39 @@ TEST(EnsembleTest, IsCausal) {
   s.v[700] = 1e4;
   const std::vector<double> after = ScoreSeries(s.t, s.v);
   for (size_t i = 0; i < 700; ++i) ASSERT_EQ(before[i], after[i]);
+}
+
+}  // namespace
+}  // namespace tailguard
+
+namespace tailguard {
+namespace {
+
+TEST(EnsembleTest, OneIncidentIsOnePeak) {
+  // A burst of equal spikes is one incident: the score crosses 0.5 upwards once; without the
+  // cooldown every spike crosses.
+  Series s = Noisy(1500, 50, 3, 8);
+  for (size_t i = 1000; i < 1050; i += 10) s.v[i] += 60;
+  const auto upward_crossings = [](const std::vector<double>& v) {
+    size_t n = 0;
+    for (size_t i = 1000; i < 1060; ++i) n += v[i] >= 0.5 && v[i - 1] < 0.5;
+    return n;
+  };
+  EXPECT_EQ(upward_crossings(ScoreSeries(s.t, s.v)), 1u);
+  EnsembleOptions no_cooldown;
+  no_cooldown.cooldown = 0;
+  EXPECT_GT(upward_crossings(ScoreSeries(s.t, s.v, no_cooldown)), 1u);
+}
+
+TEST(EnsembleTest, APerfectlyRegularSeriesIsNotAlarmedByRounding) {
+  // A noiseless daily wave, rounded to 0.01: errors are far below 0.3 % of the level.
+  Series s;
+  for (int i = 0; i < 288 * 10; ++i) {
+    s.t.push_back(FakeClock::DefaultStart() + minutes(5 * i));
+    s.v.push_back(std::round(100 * (80 + 20 * std::sin(2 * M_PI * (i % 288) / 288.0))) / 100);
+  }
+  const std::vector<double> scores = ScoreSeries(s.t, s.v);
+  EXPECT_LT(MaxIn(scores, 288 * 3, scores.size()), 0.5);
 }
 
 }  // namespace
