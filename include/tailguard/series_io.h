@@ -30,6 +30,8 @@ struct CsvTable {
 // Reads a CSV file. Errors (missing file, a row with a different number of fields than the
 // header, an unterminated quote) are InvalidArgument or NotFound and name "path:line".
 absl::StatusOr<CsvTable> ReadCsv(const std::string& path);
+// Parses CSV text as ReadCsv does; `path` only names the source in messages.
+absl::StatusOr<CsvTable> ParseCsv(std::string_view text, std::string_view path);
 
 // A series of (time, value) points in file order.
 struct TimeSeries {

@@ -82,6 +82,12 @@ absl::StatusOr<WindowLabels> ParseNabWindows(std::string_view json, std::string_
     std::string what = e.what();
     if (const size_t p = what.find("] "); p != std::string::npos) what.erase(0, p + 2);
     return absl::InvalidArgumentError(Cat(source, ":", line, ": invalid JSON: ", what));
+  } catch (const nlohmann::json::exception& e) {
+    // Not only parse_error: a number too large for a double is out_of_range (found by the
+    // fuzzer).
+    std::string what = e.what();
+    if (const size_t p = what.find("] "); p != std::string::npos) what.erase(0, p + 2);
+    return absl::InvalidArgumentError(Cat(source, ": invalid JSON: ", what));
   }
   if (!doc.is_object()) {
     return absl::InvalidArgumentError(

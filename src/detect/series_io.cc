@@ -207,7 +207,10 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
 absl::StatusOr<CsvTable> ReadCsv(const std::string& path) {
   absl::StatusOr<std::string> data = ReadWholeFile(path);
   if (!data.ok()) return data.status();
-  std::string_view s = *data;
+  return ParseCsv(*data, path);
+}
+
+absl::StatusOr<CsvTable> ParseCsv(std::string_view s, std::string_view path) {
   if (s.starts_with("\xEF\xBB\xBF")) s.remove_prefix(3);  // a UTF-8 byte order mark
 
   CsvTable table;

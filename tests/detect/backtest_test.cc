@@ -542,3 +542,17 @@ TEST_F(WindowFiles, CsvWindowsErrorsNameFileAndLine) {
 
 }  // namespace
 }  // namespace tailguard
+
+namespace tailguard {
+namespace {
+
+// Regression (found by the fuzzer): a number too large for a double threw out of the parser.
+TEST(NabWindowsRegressionTest, HugeNumberIsAnErrorNotACrash) {
+  absl::StatusOr<WindowLabels> w = ParseNabWindows("{\"a/b.csv\": 1E999999}", "w.json");
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(std::string(w.status().message()).find("w.json: invalid JSON"), std::string::npos)
+      << w.status();
+}
+
+}  // namespace
+}  // namespace tailguard
