@@ -3,7 +3,6 @@
 // windows and false positives per day. See docs/backtest.md.
 #include "tailguard/backtest.h"
 
-
 #include <algorithm>
 #include <atomic>
 #include <cctype>

@@ -89,6 +89,10 @@ struct HoltWintersOptions {
   int fit_window = 0;
   // Half-width of the prediction band in residual standard deviations. Default 3.
   double band_z = 3.0;
+  // Robustness: an observation further than robust_k residual sigmas from its forecast is
+  // learned as if it were robust_k sigmas away (Huber), so spikes and the first points of an
+  // incident do not drag the baseline along. 0 learns every point as it is. Default 3.
+  double robust_k = 3.0;
 };
 
 struct Forecast {
@@ -130,7 +134,7 @@ class HoltWinters {
   double beta() const;
   double gamma() const;
   Seasonality mode() const;
-  // Standard deviation of recent one-step errors.
+  // Standard deviation of recent one-step errors (clipped as in robust_k).
   double residual_sigma() const;
   int64_t points() const;
   const HoltWintersOptions& options() const;
@@ -203,7 +207,16 @@ struct EnsembleOptions {
 };
 
 struct AnomalyPoint {
-  double score = 0;     // in [0, 1]: how unusual the recent points are for this series
+  // In [0, 1]: how unusual this point is for this series, reported once per incident (see
+  // EnsembleOptions::cooldown). What `tailguard replay` writes and backtests score.
+  double score = 0;
+  // The same before the once-per-incident damping: stays high while an incident lasts. What
+  // alert rules on the anomaly score watch (they debounce on their own).
+  double level = 0;
+  // The expected value: the forecast, held at its last value from before the incident while
+  // `level` is at or above 0.3 (one in a thousand), so an incident does not become its own
+  // baseline. NaN until the forecaster has data.
+  double baseline = kNaN;
   double raw = 0;       // the unnormalised combination of the detectors
   Forecast forecast;    // what Holt-Winters expected for this point
   HampelResult hampel;  // the Hampel filter's verdict on the forecast error

@@ -1,1 +1,363 @@
-// Placeholder.
+// The alert engine: series lookup, threshold selection, the debounce machines and the grouper.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <functional>
+
+#include "absl/container/flat_hash_map.h"
+#include "alert/config_internal.h"
+#include "alert/debounce.h"
+#include "alert/grouper.h"
+#include "alert/schedule.h"
+#include "alert/selector.h"
+#include "common/strings.h"
+
+namespace tailguard {
+namespace {
+
+using alert_internal::DebounceMachine;
+using alert_internal::Grouper;
+using alert_internal::LiveAlert;
+using alert_internal::ScheduleClock;
+using alert_internal::SeriesSelector;
+using alert_internal::Transition;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// One rule's thresholds under one schedule (or its own), scale already applied.
+struct ThresholdSet {
+  int schedule = -1;  // index in AlertConfig::schedules; -1: the rule's own thresholds
+  std::array<Threshold, kMaxAlertTiers> tiers{};
+};
+
+// A rule, compiled.
+struct RuleRuntime {
+  const AlertRule* rule = nullptr;
+  SeriesSelector selector;
+  int tiers = 0;
+  ThresholdSet own;
+  std::vector<ThresholdSet> scheduled;  // ascending schedule index
+  // Per tier: receiver ids and actions of tiers 0..k, without repeats.
+  std::vector<std::vector<int>> receivers;
+  std::vector<std::vector<std::string>> actions;
+};
+
+// One (rule, series).
+struct RuleState {
+  int rule = 0;
+  DebounceMachine machine;
+  double value = kNaN;
+  double threshold = kNaN;          // of the current tier (tier 0 in Normal)
+  std::unique_ptr<LiveAlert> live;  // while in Alert
+};
+
+struct SeriesEntry {
+  std::string metric;
+  Labels labels;  // sorted by name
+  std::string key;
+  WallTime last_time = WallTime::min();
+  std::vector<RuleState> states;      // one per rule that selects the series
+  std::unique_ptr<SeriesEntry> next;  // another series with the same hash
+};
+
+uint64_t Mix(uint64_t x) {  // splitmix64's finaliser
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Independent of label order: the per-label hashes are summed.
+uint64_t HashSeries(std::string_view metric, LabelSpan labels) {
+  const std::hash<std::string_view> h;
+  uint64_t acc = Mix(h(metric));
+  for (const auto& [name, value] : labels) {
+    acc += Mix(h(name) * 0x9e3779b97f4a7c15ULL ^ h(value));
+  }
+  return Mix(acc);
+}
+
+bool SameSeries(const SeriesEntry& e, std::string_view metric, LabelSpan labels) {
+  if (e.metric != metric || e.labels.size() != labels.size()) return false;
+  for (const auto& [name, value] : labels) {
+    auto it = std::lower_bound(e.labels.begin(), e.labels.end(), name,
+                               [](const auto& l, const std::string& n) { return l.first < n; });
+    if (it == e.labels.end() || it->first != name || it->second != value) return false;
+  }
+  return true;
+}
+
+ThresholdSet Scaled(const ThresholdSet& own, int tiers, int schedule, double scale) {
+  ThresholdSet s = own;
+  s.schedule = schedule;
+  for (int k = 0; k < tiers; ++k) s.tiers[k].value *= scale;
+  return s;
+}
+
+class AlertEngineImpl final : public AlertEngine {
+ public:
+  AlertEngineImpl(AlertConfig config, absl::TimeZone zone, AlertSink& sink)
+      : config_(std::move(config)),
+        sink_(sink),
+        schedule_clock_(zone, config_.schedules),
+        grouper_(config_, sink, stats_) {
+    const int default_receiver =
+        config_.default_receiver.empty() ? -1 : grouper_.Intern(config_.default_receiver);
+    for (const AlertRule& rule : config_.rules) {
+      RuleRuntime r;
+      r.rule = &rule;
+      r.selector = *SeriesSelector::Compile(rule.matchers);  // validated
+      r.tiers = static_cast<int>(rule.tiers.size());
+      for (int k = 0; k < r.tiers; ++k) r.own.tiers[k] = rule.tiers[k].above;
+      for (size_t i = 0; i < config_.schedules.size(); ++i) {
+        const Schedule& s = config_.schedules[i];
+        const int index = static_cast<int>(i);
+        auto o = std::find_if(rule.schedules.begin(), rule.schedules.end(),
+                              [&](const ScheduleOverride& o) { return o.schedule == s.name; });
+        if (o != rule.schedules.end() && !o->thresholds.empty()) {
+          ThresholdSet set{index, {}};
+          for (int k = 0; k < r.tiers; ++k) set.tiers[k] = o->thresholds[k];
+          r.scheduled.push_back(set);
+        } else if (o != rule.schedules.end()) {
+          r.scheduled.push_back(Scaled(r.own, r.tiers, index, o->scale));
+        } else if (s.scale) {
+          r.scheduled.push_back(Scaled(r.own, r.tiers, index, *s.scale));
+        }
+      }
+      std::vector<int> receivers;
+      std::vector<std::string> actions;
+      for (const AlertTier& tier : rule.tiers) {
+        for (const std::string& name : tier.receivers) {
+          const int id = grouper_.Intern(name);
+          if (std::find(receivers.begin(), receivers.end(), id) == receivers.end()) {
+            receivers.push_back(id);
+          }
+        }
+        for (const std::string& a : tier.actions) {
+          if (std::find(actions.begin(), actions.end(), a) == actions.end()) actions.push_back(a);
+        }
+        r.receivers.push_back(receivers);
+        if (receivers.empty() && default_receiver >= 0) r.receivers.back() = {default_receiver};
+        r.actions.push_back(actions);
+      }
+      rules_.push_back(std::move(r));
+    }
+  }
+
+  // AlertEngine
+  void Observe(const Observation& obs) override {
+    ++stats_.observations;
+    grouper_.Advance(obs.time - Duration(1));
+    SeriesEntry& series = FindOrAdd(obs.metric, obs.labels);
+    if (obs.time <= series.last_time) {
+      ++stats_.out_of_order;
+      return;
+    }
+    series.last_time = obs.time;
+    if (series.states.empty()) return;
+    const uint64_t active = config_.schedules.empty() ? 0 : schedule_clock_.ActiveAt(obs.time);
+    for (RuleState& state : series.states) Evaluate(series, state, obs, active);
+  }
+
+  void Advance(WallTime now) override { grouper_.Advance(now); }
+
+  std::vector<ActiveAlert> ActiveAlerts() const override {
+    std::vector<ActiveAlert> out;
+    for (const auto& [hash, head] : series_) {
+      for (const SeriesEntry* e = head.get(); e != nullptr; e = e->next.get()) {
+        for (const RuleState& s : e->states) {
+          if (s.machine.state() == AlertState::kNormal) continue;
+          const AlertRule& rule = *rules_[s.rule].rule;
+          out.push_back({rule.name, e->key, s.machine.state(), s.machine.tier(),
+                         rule.tiers[s.machine.tier()].severity, s.machine.since(), s.value,
+                         s.threshold});
+        }
+      }
+    }
+    std::sort(out.begin(), out.end(), [](const ActiveAlert& a, const ActiveAlert& b) {
+      return std::tie(a.rule, a.series) < std::tie(b.rule, b.series);
+    });
+    return out;
+  }
+
+  AlertState StateOf(std::string_view rule, std::string_view metric,
+                     LabelSpan labels) const override {
+    const SeriesEntry* e = FindExisting(metric, labels);
+    if (e == nullptr) return AlertState::kNormal;
+    for (const RuleState& s : e->states) {
+      if (rules_[s.rule].rule->name == rule) return s.machine.state();
+    }
+    return AlertState::kNormal;
+  }
+
+  const AlertEngineStats& stats() const override { return stats_; }
+  const AlertConfig& config() const override { return config_; }
+
+ private:
+  const SeriesEntry* FindExisting(std::string_view metric, LabelSpan labels) const {
+    auto it = series_.find(HashSeries(metric, labels));
+    if (it == series_.end()) return nullptr;
+    for (const SeriesEntry* e = it->second.get(); e != nullptr; e = e->next.get()) {
+      if (SameSeries(*e, metric, labels)) return e;
+    }
+    return nullptr;
+  }
+
+  SeriesEntry& FindOrAdd(std::string_view metric, LabelSpan labels) {
+    const uint64_t hash = HashSeries(metric, labels);
+    std::unique_ptr<SeriesEntry>* slot = &series_[hash];
+    while (*slot != nullptr) {
+      if (SameSeries(**slot, metric, labels)) return **slot;
+      slot = &(*slot)->next;
+    }
+    // A new series: match it against every rule once.
+    auto e = std::make_unique<SeriesEntry>();
+    e->metric = std::string(metric);
+    e->labels.assign(labels.begin(), labels.end());
+    std::sort(e->labels.begin(), e->labels.end());
+    e->key = alert_internal::SeriesKey(metric, labels);
+    for (size_t i = 0; i < rules_.size(); ++i) {
+      if (rules_[i].selector.Matches(metric, labels)) {
+        e->states.emplace_back();
+        e->states.back().rule = static_cast<int>(i);
+      }
+    }
+    ++stats_.series;
+    *slot = std::move(e);
+    return **slot;
+  }
+
+  const ThresholdSet& Thresholds(const RuleRuntime& r, uint64_t active) const {
+    for (auto it = r.scheduled.rbegin(); it != r.scheduled.rend(); ++it) {
+      if ((active >> it->schedule & 1) != 0) return *it;
+    }
+    return r.own;
+  }
+
+  void Evaluate(SeriesEntry& series, RuleState& state, const Observation& obs, uint64_t active) {
+    ++stats_.evaluations;
+    const RuleRuntime& r = rules_[state.rule];
+    const double value = obs.Get(r.rule->stat);
+    const ThresholdSet& set = Thresholds(r, active);
+    std::array<double, kMaxAlertTiers> threshold{};
+    int breached = -1;
+    for (int k = 0; k < r.tiers; ++k) {
+      const Threshold& t = set.tiers[k];
+      threshold[k] =
+          t.kind == Threshold::Kind::kRelative ? obs.baseline_p99 * (1 + t.value) : t.value;
+      if (value > threshold[k]) breached = k;  // false for NaN
+    }
+    Transition transitions[DebounceMachine::kMaxTransitions];
+    const int n = state.machine.Step(obs.time, breached, r.tiers, r.rule->debounce, transitions);
+    state.value = value;
+    state.threshold = threshold[std::max(state.machine.tier(), 0)];
+    if (state.live != nullptr) {
+      state.live->value = value;
+      state.live->threshold = state.threshold;
+      state.live->baseline_p99 = obs.baseline_p99;
+    }
+    for (int i = 0; i < n; ++i) {
+      Handle(series, state, r, obs, value, threshold, set, transitions[i]);
+    }
+  }
+
+  void Handle(const SeriesEntry& series, RuleState& state, const RuleRuntime& r,
+              const Observation& obs, double value,
+              const std::array<double, kMaxAlertTiers>& threshold, const ThresholdSet& set,
+              const Transition& t) {
+    const int tier = t.to_tier >= 0 ? t.to_tier : t.from_tier;
+    AlertEvent e;
+    e.time = obs.time;
+    e.kind = t.kind;
+    e.from_state = t.from_state;
+    e.to_state = t.to_state;
+    e.from_tier = t.from_tier;
+    e.to_tier = t.to_tier;
+    e.rule = r.rule->name;
+    e.series = series.key;
+    e.metric = series.metric;
+    e.labels = series.labels;
+    e.stat = r.rule->stat;
+    e.severity = r.rule->tiers[tier].severity;
+    e.value = value;
+    e.threshold = threshold[tier];
+    e.baseline_p99 = obs.baseline_p99;
+    e.breach_start = state.machine.breach_start();
+    if (set.schedule >= 0) e.schedule = config_.schedules[set.schedule].name;
+    if (t.to_state == AlertState::kAlert) e.actions = r.actions[t.to_tier];
+    ++stats_.events;
+    sink_.OnEvent(e);
+
+    if (t.kind == AlertEventKind::kFire) {
+      auto live = std::make_unique<LiveAlert>();
+      live->rule = r.rule->name;
+      live->series = series.key;
+      live->annotations = &r.rule->annotations;
+      live->value = value;
+      live->threshold = threshold[t.to_tier];
+      live->baseline_p99 = obs.baseline_p99;
+      live->starts_at = obs.time;
+      state.live = std::move(live);
+    }
+    if (state.live == nullptr) return;
+    if (t.kind == AlertEventKind::kResolve) {
+      grouper_.Resolve(*state.live, obs.time);
+      state.live.reset();
+      return;
+    }
+    if (t.to_state != AlertState::kAlert) return;
+    LiveAlert& live = *state.live;
+    live.tier = t.to_tier;
+    live.severity = r.rule->tiers[t.to_tier].severity;
+    live.threshold = threshold[t.to_tier];
+    live.labels = AlertLabels(series, *r.rule, live.severity);
+    grouper_.Place(live, r.receivers[t.to_tier], obs.time);
+  }
+
+  // Series labels, then the rule's, "alertname" and "severity", sorted by name.
+  static Labels AlertLabels(const SeriesEntry& series, const AlertRule& rule,
+                            const std::string& severity) {
+    Labels labels = series.labels;
+    const auto set = [&](const std::string& name, const std::string& value) {
+      for (auto& [n, v] : labels) {
+        if (n == name) {
+          v = value;
+          return;
+        }
+      }
+      labels.emplace_back(name, value);
+    };
+    for (const auto& [name, value] : rule.labels) set(name, value);
+    set("alertname", rule.name);
+    set("severity", severity);
+    std::sort(labels.begin(), labels.end());
+    return labels;
+  }
+
+  // Constant after construction.
+  const AlertConfig config_;
+  AlertSink& sink_;
+  std::vector<RuleRuntime> rules_;
+
+  AlertEngineStats stats_;
+  ScheduleClock schedule_clock_;
+  Grouper grouper_;
+  absl::flat_hash_map<uint64_t, std::unique_ptr<SeriesEntry>> series_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<AlertEngine>> AlertEngine::Create(AlertConfig config,
+                                                                 AlertSink& sink) {
+  alert_internal::NormalizeConfig(config);
+  if (absl::Status s = ValidateAlertConfig(config); !s.ok()) return s;
+  absl::TimeZone zone;
+  if (!absl::LoadTimeZone(config.time_zone, &zone)) {
+    return absl::InvalidArgumentError(
+        Cat("timezone: unknown time zone \"", config.time_zone, "\""));
+  }
+  return std::unique_ptr<AlertEngine>(new AlertEngineImpl(std::move(config), zone, sink));
+}
+
+}  // namespace tailguard

@@ -83,6 +83,8 @@ constexpr double kCooldownDamping = 0.5;
 // How much higher than the incident's peak a score must be to count as news: 0.1 is ten times
 // rarer.
 constexpr double kWorse = 0.1;
+// The baseline is held while the level is at least this (one in a thousand).
+constexpr double kHoldBaseline = 0.3;
 // Points of history before scores mean anything.
 constexpr size_t kWarmup = 30;
 
@@ -108,6 +110,9 @@ struct AnomalyDetector::State {
   void StartForecaster(Duration step) {
     HoltWintersOptions hw;
     hw.seasons = options.seasons;
+    // Scores want the forecast to accept a new level quickly (fewer false alarms after a
+    // change); the alerting baseline is held separately during incidents (see AnomalyPoint).
+    hw.robust_k = 0;
     if (hw.seasons.empty() && step.count() > 0) {
       const int64_t day = std::chrono::nanoseconds(std::chrono::hours(24)).count() / step.count();
       // Daily and weekly seasons when they are whole numbers of points and not so long that
@@ -133,6 +138,7 @@ struct AnomalyDetector::State {
   Ewma scale{0.01};             // typical magnitude of the values
   int cooldown_left = 0;        // points left in the current incident's cooldown
   double incident_peak = 0;
+  double baseline = kNaN;  // held while the level is high
 };
 
 AnomalyDetector::AnomalyDetector(EnsembleOptions options) : s_(std::make_unique<State>(options)) {}
@@ -189,6 +195,9 @@ AnomalyPoint AnomalyDetector::Update(WallTime t, double value) {
   if (s.raw_history.count() >= kWarmup) {
     p.score = std::max(Surprise(p.raw, s.raw_history), Surprise(smoothed, s.smooth_history));
   }
+  p.level = p.score;
+  if (p.level < kHoldBaseline || std::isnan(s.baseline)) s.baseline = p.forecast.value;
+  p.baseline = s.baseline;
   if (s.cooldown_left > 0) {
     --s.cooldown_left;
     if (p.score >= s.incident_peak + kWorse) {

@@ -153,11 +153,36 @@ bool Initialise(Model& m, const std::vector<double>& data, int64_t t0) {
   return true;
 }
 
+// Tracks the one-step errors and, once it has seen enough of them, clips an observation to
+// within k residual sigmas of its forecast before the model learns it (Huber's psi, as in
+// robust Holt-Winters): an outlier or the first points of an incident move the baseline a
+// little, not all the way.
+struct ErrorTracker {
+  double abs_error = kNaN;  // EWMA of |clipped one-step error|
+  int64_t count = 0;
+
+  double sigma() const { return 1.2533 * abs_error; }  // mean |e| to sigma for normal errors
+
+  // Returns what the model should learn for observation x with forecast f.
+  double Observe(double x, double f, double k) {
+    if (std::isnan(f)) return x;
+    double e = x - f;
+    if (k > 0 && count >= 10 && abs_error > 0) {
+      const double limit = k * sigma();
+      e = std::clamp(e, -limit, limit);
+    }
+    abs_error = std::isnan(abs_error) ? std::abs(e) : 0.03 * std::abs(e) + 0.97 * abs_error;
+    ++count;
+    return f + e;
+  }
+};
+
 // Runs `m` (initialised on the first longest season) over the rest of `data`; returns the sum of
-// squared one-step errors, or +inf when the model blows up.
-double Run(Model& m, const std::vector<double>& data, int64_t t0, const Params& p) {
+// squared one-step errors (unclipped), or +inf when the model blows up.
+double Run(Model& m, const std::vector<double>& data, int64_t t0, const Params& p, double k) {
   const int start = m.seasonal ? m.seasons.back() : 1;
   m.SetTime(t0 + start);
+  ErrorTracker errors;
   double sse = 0;
   for (size_t i = static_cast<size_t>(start); i < data.size(); ++i) {
     const double f = m.Predict();
@@ -167,6 +192,7 @@ double Run(Model& m, const std::vector<double>& data, int64_t t0, const Params& 
     } else {
       const double e = x - f;
       sse += e * e;
+      x = errors.Observe(x, f, k);
     }
     m.Learn(x, p);
   }
@@ -183,8 +209,7 @@ struct HoltWinters::State {
   int64_t last_fit = -1;        // point count at the last fit
   std::vector<double> history;  // ring of the last `capacity` points, NaN for missing
   size_t capacity = 0;
-  double abs_error = kNaN;  // EWMA of |one-step error|
-  int64_t errors = 0;
+  ErrorTracker errors;  // of the live model
   bool all_positive = true;
   Seasonality chosen = Seasonality::kAdditive;
   bool mode_chosen = false;
@@ -216,7 +241,7 @@ struct HoltWinters::State {
                   Model* out = nullptr) const {
     Model m = shape;
     if (!Initialise(m, data, t0)) return INFINITY;
-    const double sse = Run(m, data, t0, p);
+    const double sse = Run(m, data, t0, p, options.robust_k);
     if (out) *out = std::move(m);
     return sse;
   }
@@ -301,9 +326,10 @@ struct HoltWinters::State {
     params = best_params;
     model = std::move(fitted);
     const int scored = static_cast<int>(data.size()) - (model.seasonal ? model.seasons.back() : 1);
-    if (scored > 0 && std::isfinite(best_sse)) {
-      // sqrt(mean square) as mean |error| (for Gaussian errors, mean |e| = 0.8 sigma).
-      abs_error = 0.7979 * std::sqrt(best_sse / scored);
+    if (scored > 0 && std::isfinite(best_sse) && errors.count < 10) {
+      // Seed the live error scale from the fit: sqrt(mean square) as mean |error| (for normal
+      // errors, mean |e| = 0.8 sigma).
+      errors.abs_error = 0.7979 * std::sqrt(best_sse / scored);
     }
   }
 };
@@ -324,8 +350,8 @@ Forecast HoltWinters::Ahead(int h) const {
   f.value = m.Predict(h);
   if (std::isnan(f.value)) return f;
   f.model = m.seasonal ? 3 : (s_->t >= 2 ? 2 : 1);
-  if (s_->errors >= 5 && !std::isnan(s_->abs_error)) {
-    const double sigma = 1.2533 * s_->abs_error * std::sqrt(static_cast<double>(h));
+  if (s_->errors.count >= 5 && !std::isnan(s_->errors.abs_error)) {
+    const double sigma = s_->errors.sigma() * std::sqrt(static_cast<double>(h));
     f.lower = f.value - s_->options.band_z * sigma;
     f.upper = f.value + s_->options.band_z * sigma;
   }
@@ -342,11 +368,7 @@ Forecast HoltWinters::Update(double x) {
     learn = f.value;  // a missing point: carry the forecast
   } else {
     if (x <= 0) s.all_positive = false;
-    if (!std::isnan(f.value)) {
-      const double e = std::abs(x - f.value);
-      s.abs_error = std::isnan(s.abs_error) ? e : 0.03 * e + 0.97 * s.abs_error;
-      ++s.errors;
-    }
+    learn = s.errors.Observe(x, f.value, s.options.robust_k);
   }
   if (!std::isnan(learn)) {
     s.model.Learn(learn, s.params);
@@ -372,7 +394,7 @@ Seasonality HoltWinters::mode() const {
   if (!s_->model.seasonal) return Seasonality::kAuto;
   return s_->model.multiplicative ? Seasonality::kMultiplicative : Seasonality::kAdditive;
 }
-double HoltWinters::residual_sigma() const { return 1.2533 * s_->abs_error; }
+double HoltWinters::residual_sigma() const { return s_->errors.sigma(); }
 int64_t HoltWinters::points() const { return s_->t; }
 const HoltWintersOptions& HoltWinters::options() const { return s_->options; }
 

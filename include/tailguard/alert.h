@@ -1,0 +1,461 @@
+// The alert engine: rules over per-series statistics, a debounce state machine per rule and
+// series, weekday/weekend and campaign schedules in a time zone, and Alertmanager-style grouping
+// into notifications. The rule file is documented in docs/alerting.md.
+//
+// Time only moves through the timestamps the engine is given (Observe, Advance): the engine never
+// reads a clock and never sleeps, so the live loop and an offline replay behave the same.
+#ifndef TAILGUARD_ALERT_H_
+#define TAILGUARD_ALERT_H_
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "tailguard/clock.h"
+#include "tailguard/registry.h"
+
+namespace tailguard {
+
+// ---------------------------------------------------------------------------------------------
+// Observations: what the engine is fed.
+
+// The statistic a rule watches. Latency statistics are in seconds.
+enum class Statistic : uint8_t {
+  kP50,
+  kP90,
+  kP99,
+  kP999,          // P99.9
+  kRate,          // requests per second
+  kErrorRatio,    // failed / all requests, in [0, 1]
+  kAnomalyScore,  // the detectors' ensemble score, in [0, 1]
+};
+
+// "p50", "p90", "p99", "p99.9", "rate", "error_ratio", "anomaly_score".
+std::string_view StatisticName(Statistic s);
+// The inverse of StatisticName(); also accepts "p999". nullopt for anything else.
+std::optional<Statistic> ParseStatistic(std::string_view name);
+// True for the four percentiles, the only statistics a baseline-relative threshold applies to.
+bool IsLatencyStatistic(Statistic s);
+
+// Label pairs as a view; a `Labels` (registry.h) converts implicitly.
+using LabelSpan = std::span<const std::pair<std::string, std::string>>;
+
+// The statistics of one series at one evaluation tick. A view: `metric` and `labels` must stay
+// valid for the duration of AlertEngine::Observe() only; nothing is copied unless the series is
+// new. Any statistic that is not available this tick is NaN; NaN never breaches a threshold.
+struct Observation {
+  static constexpr double kMissing = std::numeric_limits<double>::quiet_NaN();
+
+  WallTime time{};          // the tick this observation describes
+  std::string_view metric;  // e.g. "tailguard_request_duration_seconds"
+  LabelSpan labels;         // in any order; the series is the same whatever the order
+  double p50 = kMissing;    // seconds
+  double p90 = kMissing;    // seconds
+  double p99 = kMissing;    // seconds
+  double p999 = kMissing;   // seconds
+  double rate = kMissing;   // requests per second
+  double error_ratio = kMissing;
+  double anomaly_score = kMissing;
+  // The series' expected P99 in seconds (forecast, or the same hour last week); NaN when unknown,
+  // in which case no baseline-relative threshold can breach.
+  double baseline_p99 = kMissing;
+
+  // The field that holds statistic `s`.
+  double Get(Statistic s) const;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Configuration. ParseAlertConfig() builds it from YAML; it may also be built in code.
+
+// One label matcher of a Prometheus selector. The name "__name__" matches the metric name; an
+// absent label matches as the empty string, as in Prometheus.
+struct LabelMatcher {
+  enum class Op : uint8_t {
+    kEqual,     // name="value"
+    kNotEqual,  // name!="value"
+    kRegex,     // name=~"regex"  (whole value, ECMAScript syntax)
+    kNotRegex,  // name!~"regex"
+  };
+  std::string name;
+  Op op = Op::kEqual;
+  std::string value;
+};
+
+// Parses a Prometheus series selector: `metric`, `metric{a="x",b=~"y|z"}` or `{c!="w"}`. Values
+// are double- or single-quoted with backslash escapes. "" selects every series.
+// InvalidArgument names the offset of the problem. Regexes are checked by ValidateAlertConfig().
+absl::StatusOr<std::vector<LabelMatcher>> ParseSelector(std::string_view text);
+
+// A threshold. The statistic breaches it when strictly greater.
+struct Threshold {
+  enum class Kind : uint8_t {
+    // value is a fraction above the observation's baseline P99: 0.10 is "+10 %", the threshold
+    // is baseline_p99 * (1 + value). Only for latency statistics.
+    kRelative,
+    // value is in the statistic's unit (seconds, requests/s, ratio, score).
+    kAbsolute,
+  };
+  Kind kind = Kind::kAbsolute;
+  double value = 0;
+
+  static Threshold Relative(double fraction) { return {Kind::kRelative, fraction}; }
+  static Threshold Absolute(double value) { return {Kind::kAbsolute, value}; }
+  friend bool operator==(const Threshold&, const Threshold&) = default;
+};
+
+// The most tiers one rule may have.
+inline constexpr int kMaxAlertTiers = 8;
+
+// One severity level of a rule. Tiers are cumulative: an alert at tier k is delivered to the
+// receivers, and carries the actions, of every tier 0..k.
+struct AlertTier {
+  Threshold above;
+  std::string severity = "critical";
+  // Notification receivers, by name (delivery is the notifiers' business). When no tier up to
+  // the alert's tier names one, AlertConfig::default_receiver gets it.
+  std::vector<std::string> receivers;
+  // Mitigations to start while the alert is at this tier or above, e.g. "degrade". They ride on
+  // the fire and escalate events (AlertEvent::actions), not on notifications.
+  std::vector<std::string> actions;
+};
+
+// The built-in tiers relative to the baseline P99: +10 % warning to "wecom", +30 % critical to
+// "sms" and "phone", +50 % emergency with the "degrade" action.
+std::vector<AlertTier> DefaultAlertTiers();
+
+// The debounce state machine's parameters (see AlertEngine).
+struct DebounceOptions {
+  // Consecutive breaching evaluations that move Normal to PreAlert. >= 1. Default 3.
+  int pre_alert_after = 3;
+  // How long the breach (from its first breaching evaluation) must have lasted to move PreAlert
+  // to Alert. >= 0. Default 30 s.
+  Duration alert_after = std::chrono::seconds(30);
+  // How long the statistic must stay continuously at or below the lowest tier to move Alert to
+  // Normal. >= 0. Default 1 min.
+  Duration resolve_after = std::chrono::minutes(1);
+  // Consecutive evaluations above a higher tier that escalate to it. >= 1. Default 3 (in YAML:
+  // pre_alert_after unless given).
+  int escalate_after = 3;
+  // How long the statistic must stay at or below the current tier to de-escalate. >= 0. Default
+  // 1 min (in YAML: resolve_after unless given).
+  Duration deescalate_after = std::chrono::minutes(1);
+};
+
+// A built-in absolute threshold for a kind of service (from the field reports).
+struct ScenarioPreset {
+  std::string_view name;         // "image_classification", ...
+  std::string_view description;  // one line
+  Statistic stat;                // the statistic it watches
+  double above;                  // the threshold, in the statistic's unit (seconds)
+};
+// image_classification: P99 above 300 ms per frame; recommender_feature_fetch: P99 above 50 ms;
+// nlp_first_token: P99 of the time to first token above 500 ms.
+std::span<const ScenarioPreset> ScenarioPresets();
+// The preset named `name`, or null.
+const ScenarioPreset* FindScenarioPreset(std::string_view name);
+
+// A named period during which rules may use other thresholds, in AlertConfig::time_zone.
+struct Schedule {
+  enum class Kind : uint8_t {
+    kWeekly,  // every week on `days`, between `start_minute` and `end_minute` local time
+    kWindow,  // once, from `from` (inclusive) to `to` (exclusive): a campaign
+  };
+  std::string name;
+  Kind kind = Kind::kWeekly;
+  // kWeekly: bit d set for weekday d, Monday = 0 ... Sunday = 6.
+  uint8_t days = 0;
+  // kWeekly: local minutes of the day, 0..1440. When end <= start the period wraps past
+  // midnight into the next day (it belongs to the day it starts on).
+  int start_minute = 0;
+  int end_minute = 24 * 60;
+  // kWindow: the instants it starts and ends.
+  WallTime from{};
+  WallTime to{};
+  // When set, every rule without its own override for this schedule scales its thresholds by
+  // this factor while the schedule is active (see ScheduleOverride::scale). > 0.
+  std::optional<double> scale;
+};
+
+// The most schedules one configuration may have.
+inline constexpr int kMaxSchedules = 64;
+
+// How one rule's thresholds change while a schedule is active.
+struct ScheduleOverride {
+  std::string schedule;  // a Schedule::name
+  // Used when `thresholds` is empty. Multiplies the margin of relative thresholds (+10 % at
+  // scale 2 is +20 %) and the value of absolute ones (300 ms at 1.5 is 450 ms). > 0. Default 1.
+  double scale = 1.0;
+  // When not empty: replaces the thresholds, one per tier, same order.
+  std::vector<Threshold> thresholds;
+};
+
+// One alerting rule.
+struct AlertRule {
+  // Unique; becomes the "alertname" label. Letters, digits and _ : . - only.
+  std::string name;
+  // Which series it evaluates; all must match. Empty: every series.
+  std::vector<LabelMatcher> matchers;
+  // Which statistic it compares. Default P99.
+  Statistic stat = Statistic::kP99;
+  // 1..kMaxAlertTiers tiers, all relative or all absolute, strictly ascending. Empty: the
+  // engine uses DefaultAlertTiers() (which needs a latency statistic).
+  std::vector<AlertTier> tiers;
+  DebounceOptions debounce;
+  // Threshold changes while schedules are active.
+  std::vector<ScheduleOverride> schedules;
+  // Extra labels on its alerts (not "alertname" or "severity"); they win over series labels.
+  Labels labels;
+  // Free text carried on its notifications, e.g. {"summary", "..."}.
+  Labels annotations;
+};
+
+// How alerts are grouped into notifications for one receiver (Alertmanager's route).
+struct RouteOptions {
+  // Alert labels whose values make the group; "alertname" and "severity" are labels too. {"..."}
+  // groups by every label (one group per alert). Default {"alertname"}.
+  std::vector<std::string> group_by = {"alertname"};
+  // How long a new group waits before its first notification, gathering alerts. >= 0. Default
+  // 30 s.
+  Duration group_wait = std::chrono::seconds(30);
+  // How often a group is looked at after its first notification; a change (alert added,
+  // resolved, re-tiered) is notified then. > 0. Default 5 min.
+  Duration group_interval = std::chrono::minutes(5);
+  // How long an unchanged firing group waits before it is notified again. > 0. Default 4 h.
+  Duration repeat_interval = std::chrono::hours(4);
+};
+
+// Route options of one receiver, overriding AlertConfig::route.
+struct ReceiverOptions {
+  std::string name;
+  RouteOptions route;
+};
+
+// A whole rule file.
+struct AlertConfig {
+  // IANA time zone the schedules are read in, e.g. "Asia/Shanghai". Default "UTC".
+  std::string time_zone = "UTC";
+  // Gets alerts whose tiers name no receiver. "" drops them. Default "default".
+  std::string default_receiver = "default";
+  // Grouping for every receiver not listed in `receivers`.
+  RouteOptions route;
+  // Optional per-receiver grouping. When not empty, every receiver a rule names (and
+  // default_receiver, if not "") must be listed here.
+  std::vector<ReceiverOptions> receivers;
+  // At most kMaxSchedules. When several are active at once, the last one in this list that
+  // applies to a rule wins.
+  std::vector<Schedule> schedules;
+  std::vector<AlertRule> rules;
+};
+
+// Parses a rule file's text. `file_name` only prefixes messages. Fills defaults (see
+// docs/alerting.md) and validates: the result passes ValidateAlertConfig(). Every error is
+// InvalidArgument "file:line: field.path: what was expected", e.g.
+// `rules.yaml:12: rules[2].tiers[0].above: expected a percentage like "+10%", ...`.
+absl::StatusOr<AlertConfig> ParseAlertConfig(std::string_view yaml,
+                                             std::string_view file_name = "<rules>");
+// Reads and parses the file at `path`. NotFound when it cannot be read; otherwise as
+// ParseAlertConfig() with `path` as the file name.
+absl::StatusOr<AlertConfig> LoadAlertConfig(const std::string& path);
+// Checks a configuration built in code. InvalidArgument "field.path: problem"; OK otherwise.
+absl::Status ValidateAlertConfig(const AlertConfig& config);
+
+// ---------------------------------------------------------------------------------------------
+// Output: events and notifications.
+
+enum class AlertState : uint8_t { kNormal, kPreAlert, kAlert };
+// "normal", "pre_alert", "alert".
+std::string_view AlertStateName(AlertState s);
+
+enum class AlertEventKind : uint8_t {
+  kPreAlert,    // Normal -> PreAlert
+  kCancel,      // PreAlert -> Normal: the breach stopped before it was confirmed
+  kFire,        // PreAlert -> Alert
+  kResolve,     // Alert -> Normal
+  kEscalate,    // same state, higher tier
+  kDeescalate,  // same state, lower tier
+};
+// "pre_alert", "cancel", "fire", "resolve", "escalate", "deescalate".
+std::string_view AlertEventKindName(AlertEventKind k);
+
+// One transition of one (rule, series) state machine.
+struct AlertEvent {
+  WallTime time{};  // the observation that caused it
+  AlertEventKind kind = AlertEventKind::kPreAlert;
+  AlertState from_state = AlertState::kNormal;
+  AlertState to_state = AlertState::kNormal;
+  int from_tier = -1;  // -1 in Normal
+  int to_tier = -1;
+  std::string rule;
+  std::string series;  // canonical key: metric{a="x",b="y"}, labels sorted by name
+  std::string metric;
+  Labels labels;  // the series' labels, sorted by name
+  Statistic stat = Statistic::kP99;
+  // The tier the event is about: to_tier, or from_tier when going to Normal.
+  std::string severity;
+  double value = 0;         // the statistic at this evaluation (NaN when missing)
+  double threshold = 0;     // that tier's threshold at this evaluation (NaN: baseline unknown)
+  double baseline_p99 = 0;  // from the observation
+  WallTime breach_start{};  // first evaluation of the breach this machine is tracking
+  std::string schedule;     // the schedule whose thresholds applied; "" for the rule's own
+  // When to_state is kAlert: the actions of tiers 0..to_tier (to start); otherwise empty.
+  std::vector<std::string> actions;
+};
+
+enum class NotifyStatus : uint8_t { kFiring, kResolved };
+// "firing", "resolved".
+std::string_view NotifyStatusName(NotifyStatus s);
+
+// One alert inside a notification.
+struct NotifiedAlert {
+  std::string rule;
+  std::string series;  // canonical series key
+  // Series labels, then the rule's labels, "alertname" and "severity"; sorted by name.
+  Labels labels;
+  Labels annotations;
+  NotifyStatus status = NotifyStatus::kFiring;
+  int tier = 0;
+  std::string severity;
+  double value = 0;  // latest evaluation (firing) or the one that resolved it
+  double threshold = 0;
+  double baseline_p99 = 0;
+  WallTime starts_at{};  // when it fired
+  WallTime ends_at{};    // when it resolved or left this receiver; {} while firing
+};
+
+// One message for one receiver about one group.
+struct Notification {
+  WallTime time{};  // when it was due (group_wait / group_interval after the group's start)
+  std::string receiver;
+  std::string group_key;  // the group_by labels: {alertname="x",model="y"}
+  Labels group_labels;    // the same, as pairs, in group_by order
+  // kFiring while any alert of the group fires; kResolved for the group's last message.
+  NotifyStatus status = NotifyStatus::kFiring;
+  // Firing alerts first (oldest first), then those resolved since the previous message.
+  std::vector<NotifiedAlert> alerts;
+  uint64_t sequence = 0;  // 1, 2, ... within the group
+  bool repeat = false;    // nothing changed; sent because repeat_interval passed
+  // Stable across re-deliveries of this message: receiver, group key, group start, sequence.
+  std::string idempotency_key;
+};
+
+// Where the engine reports. Called synchronously on the thread that calls the engine, in time
+// order; an implementation must not call back into the engine.
+class AlertSink {
+ public:
+  virtual ~AlertSink() = default;
+  virtual void OnEvent(const AlertEvent& event) = 0;
+  virtual void OnNotification(const Notification& notification) = 0;
+};
+
+// Keeps everything it is given, for tests and offline replay.
+// Not thread-safe; the caller synchronises.
+class CollectingAlertSink final : public AlertSink {
+ public:
+  // AlertSink
+  void OnEvent(const AlertEvent& event) override { events.push_back(event); }
+  void OnNotification(const Notification& n) override { notifications.push_back(n); }
+
+  void Clear() {
+    events.clear();
+    notifications.clear();
+  }
+
+  std::vector<AlertEvent> events;
+  std::vector<Notification> notifications;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The engine.
+
+// A (rule, series) that is not Normal.
+struct ActiveAlert {
+  std::string rule;
+  std::string series;
+  AlertState state = AlertState::kNormal;
+  int tier = -1;
+  std::string severity;
+  WallTime since{};  // when it entered `state`
+  double value = 0;  // latest evaluation
+  double threshold = 0;
+};
+
+// Counters; all only grow.
+struct AlertEngineStats {
+  uint64_t observations = 0;  // Observe() calls
+  uint64_t out_of_order = 0;  // observations dropped: not newer than the series' previous one
+  uint64_t evaluations = 0;   // (rule, series) evaluations
+  uint64_t series = 0;        // distinct series seen
+  uint64_t events = 0;
+  uint64_t notifications = 0;
+};
+
+// Evaluates rules against observations and reports events and notifications to a sink.
+//
+// The state machine, one per (rule, series), driven by each evaluation's highest breached tier
+// (-1 when the statistic is NaN or at or below every threshold):
+//
+//   Normal   -> PreAlert  after pre_alert_after consecutive breaching evaluations (default 3);
+//   PreAlert -> Alert     once the breach has lasted alert_after since its first breaching
+//                         evaluation (default 30 s);
+//   PreAlert -> Normal    at the first evaluation that does not breach;
+//   Alert    -> Normal    after resolve_after continuously not breaching (default 1 min).
+//
+// Tiers: PreAlert starts at the highest tier breached in each of the last pre_alert_after
+// evaluations. In PreAlert and Alert the machine escalates to a higher tier after
+// escalate_after consecutive evaluations above it, and de-escalates once the current tier has
+// not been breached for deescalate_after (to the highest tier breached within that time, never
+// below tier 0 while alerting). Every change of state or tier is one AlertEvent.
+//
+// Grouping: an alert (a (rule, series) in Alert) joins one group per receiver of its tiers
+// 0..tier, keyed by that receiver's group_by labels. A new group is notified group_wait after
+// it starts; then every group_interval if it changed, or if repeat_interval has passed since
+// its last message while alerts fire; a group whose alerts have all ended sends one resolved
+// message and disappears. Notifications due at time T go out from Advance(T), or from the first
+// Observe() later than T.
+//
+// Cost: the first observation of a series matches it against every rule (regexes included) and
+// allocates its state; later ones cost one hash lookup plus, per matching rule, a few compares.
+// Events and notifications allocate. Series are never forgotten.
+//
+// Not thread-safe: one thread (the analysis loop or a replay) calls it.
+class AlertEngine {
+ public:
+  // Validates `config` (ValidateAlertConfig) and loads its time zone from /usr/share/zoneinfo.
+  // InvalidArgument for a bad configuration or an unknown time zone. `sink` must outlive the
+  // engine.
+  static absl::StatusOr<std::unique_ptr<AlertEngine>> Create(AlertConfig config, AlertSink& sink);
+
+  virtual ~AlertEngine() = default;
+
+  // Sends the notifications due before `obs.time`, then evaluates every rule that selects the
+  // series. An observation not newer than the previous one of the same series is dropped (and
+  // counted in stats().out_of_order). Different series may come in any order.
+  virtual void Observe(const Observation& obs) = 0;
+
+  // Sends the notifications due at or before `now`, each stamped with the time it was due.
+  // A `now` earlier than a previous one does nothing.
+  virtual void Advance(WallTime now) = 0;
+
+  // Every (rule, series) in PreAlert or Alert, ordered by rule then series key.
+  virtual std::vector<ActiveAlert> ActiveAlerts() const = 0;
+
+  // The state of `rule` on the series (metric, labels); kNormal if never evaluated.
+  virtual AlertState StateOf(std::string_view rule, std::string_view metric,
+                             LabelSpan labels) const = 0;
+
+  virtual const AlertEngineStats& stats() const = 0;
+  // The configuration in use, with defaults filled in (e.g. empty tiers replaced).
+  virtual const AlertConfig& config() const = 0;
+};
+
+}  // namespace tailguard
+
+#endif  // TAILGUARD_ALERT_H_

@@ -1,0 +1,47 @@
+// Compiled Prometheus-style series selectors: label matchers with their regexes built once.
+#ifndef TAILGUARD_ALERT_SELECTOR_H_
+#define TAILGUARD_ALERT_SELECTOR_H_
+
+#include <memory>
+#include <regex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tailguard/alert.h"
+
+namespace tailguard::alert_internal {
+
+// Matches a series (metric name and labels) against every matcher of a selector.
+// Immutable after Compile(); const methods are thread-safe.
+class SeriesSelector {
+ public:
+  // InvalidArgument "matcher N: ..." for a regex that does not compile.
+  static absl::StatusOr<SeriesSelector> Compile(const std::vector<LabelMatcher>& matchers);
+
+  // True when every matcher matches; an absent label matches as "". Regexes must match the
+  // whole value. Costs a std::regex run per regex matcher: call it once per new series.
+  bool Matches(std::string_view metric, LabelSpan labels) const;
+
+ private:
+  struct Compiled {
+    LabelMatcher matcher;
+    // Built and used only in selector.cc, the one file that instantiates std::regex.
+    std::shared_ptr<const std::regex> regex;
+  };
+  std::vector<Compiled> matchers_;
+};
+
+// The value of label `name` among `labels`, or "" when absent.
+std::string_view LabelValue(LabelSpan labels, std::string_view name);
+
+// `metric{a="x",b="y"}` with the labels sorted by name and values escaped (\\, \", \n).
+std::string SeriesKey(std::string_view metric, LabelSpan labels);
+
+// `{a="x",b="y"}` in the given order, values escaped.
+std::string FormatLabelSet(LabelSpan labels);
+
+}  // namespace tailguard::alert_internal
+
+#endif  // TAILGUARD_ALERT_SELECTOR_H_
