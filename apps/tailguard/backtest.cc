@@ -25,6 +25,8 @@
 #include "common/parallel.h"
 #include "common/progress.h"
 #include "common/strings.h"
+#include "series_replay.h"
+#include "tailguard/alert.h"
 #include "tailguard/detect.h"
 #include "tailguard/series_io.h"
 
@@ -41,8 +43,31 @@ struct Options {
   bool fixed_threshold = false;  // --threshold given
   double threshold = 0;
   std::string json_out;
-  int threads = 0;  // 0: hardware concurrency
+  int threads = 0;                         // 0: hardware concurrency
+  std::string rules;                       // --rules: score alert rules instead of the score
+  std::string detect_on = "fire";          // --detect-on: which event is a detection
+  std::string unit = "ms";                 // --unit: of the values, for latency rules
+  std::optional<AlertConfig> rule_config;  // loaded from `rules`
 };
+
+// Runs one series through the ensemble and the rules; returns 1 at the rows where a `kind`
+// event happened, 0 elsewhere, so detections score with threshold 1.
+std::vector<double> RuleDetections(const TimeSeries& series, const AlertConfig& config,
+                                   AlertEventKind kind, double unit_seconds) {
+  CollectingAlertSink sink;
+  absl::StatusOr<std::unique_ptr<AlertEngine>> engine = AlertEngine::Create(config, sink);
+  std::vector<double> out(series.values.size(), 0.0);
+  if (!engine.ok()) return out;  // validated when loaded
+  SeriesReplay replay({{"file", fs::path(series.path).stem().string()}});
+  size_t seen = 0;
+  for (size_t i = 0; i < series.values.size(); ++i) {
+    replay.Point(**engine, series.times[i], series.values[i] * unit_seconds);
+    for (; seen < sink.events.size(); ++seen) {
+      if (sink.events[seen].kind == kind) out[i] = 1.0;
+    }
+  }
+  return out;
+}
 
 // A failure with its exit code: 2 for bad input or usage, 1 for a runtime failure.
 struct Failure {
@@ -143,9 +168,18 @@ absl::StatusOr<ScoredSeries> ReadScoreFile(const std::string& path) {
   return s;
 }
 
+// Per-row scores of a series: the ensemble's, or 0/1 rule detections when rules are given.
+std::vector<double> Score(const Options& o, const TimeSeries& series) {
+  if (!o.rule_config) return ScoreSeries(series.times, series.values, EnsembleOptions{});
+  const AlertEventKind kind =
+      o.detect_on == "pre_alert" ? AlertEventKind::kPreAlert : AlertEventKind::kFire;
+  const double unit = o.unit == "ns" ? 1e-9 : o.unit == "us" ? 1e-6 : o.unit == "s" ? 1 : 1e-3;
+  return RuleDetections(series, *o.rule_config, kind, unit);
+}
+
 // Loads (and, unless `precomputed`, scores with the detector) every series of a NAB-layout
 // directory, in name order.
-std::optional<Failure> LoadCorpus(const std::string& dir, bool precomputed,
+std::optional<Failure> LoadCorpus(const Options& o, const std::string& dir, bool precomputed,
                                   const WindowLabels& labels, const std::string& windows_path,
                                   int threads, std::vector<ScoredSeries>& corpus) {
   absl::StatusOr<std::vector<std::string>> files = ListNabCorpus(dir);
@@ -174,7 +208,7 @@ std::optional<Failure> LoadCorpus(const std::string& dir, bool precomputed,
     } else {
       absl::StatusOr<TimeSeries> series = ReadTimeSeriesCsv(path);
       if (series.ok()) {
-        s.scores = ScoreSeries(series->times, series->values, EnsembleOptions{});
+        s.scores = Score(o, *series);
         s.times = std::move(series->times);
       } else {
         errors[i] = series.status();
@@ -320,6 +354,18 @@ int Run(Options o) {
   if (o.fixed_threshold && !std::isfinite(o.threshold)) {
     return Fail({2, "--threshold must be a finite number"});
   }
+  if (!o.rules.empty()) {
+    if (!o.scores_dir.empty())
+      return Fail({2, "--rules runs the series: use it with --nab or --data"});
+    if (o.fixed_threshold)
+      return Fail({2, "--rules scores alert events; --threshold does not apply"});
+    absl::StatusOr<AlertConfig> config = LoadAlertConfig(o.rules);
+    if (!config.ok()) return Fail({2, std::string(config.status().message())});
+    o.rule_config = *std::move(config);
+    // A row with an event scores 1; everything else 0.
+    o.fixed_threshold = true;
+    o.threshold = 1.0;
+  }
   const int threads = o.threads > 0
                           ? o.threads
                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
@@ -334,7 +380,7 @@ int Run(Options o) {
 
   std::vector<ScoredSeries> corpus;
   if (!dir.empty()) {
-    if (auto f = LoadCorpus(dir, o.nab_dir.empty(), *labels, o.windows, threads, corpus)) {
+    if (auto f = LoadCorpus(o, dir, o.nab_dir.empty(), *labels, o.windows, threads, corpus)) {
       return Fail(*f);
     }
   } else {
@@ -344,7 +390,7 @@ int Run(Options o) {
     }
     absl::StatusOr<TimeSeries> series = ReadTimeSeriesCsv(o.data_file);
     if (!series.ok()) return Fail({2, std::string(series.status().message())});
-    s.scores = ScoreSeries(series->times, series->values, EnsembleOptions{});
+    s.scores = Score(o, *series);
     s.times = std::move(series->times);
     corpus.push_back(std::move(s));
   }
@@ -357,7 +403,12 @@ int Run(Options o) {
     results.push_back(*std::move(c));
   }
 
-  std::printf("windows: %s\n\n", o.windows.c_str());
+  std::printf("windows: %s\n", o.windows.c_str());
+  if (o.rule_config) {
+    std::printf("detections: the %s events of %s (values in %s)\n", o.detect_on.c_str(),
+                o.rules.c_str(), o.unit.c_str());
+  }
+  std::printf("\n");
   PrintFiles(results.front());
   std::printf("(per-file figures at the %s profile's threshold)\n",
               results.front().profile.name.c_str());
@@ -404,6 +455,15 @@ void AddBacktest(CLI::App& app, Action& action) {
       "--threshold", opts->threshold,
       "score at this fixed threshold (a row is a detection when its score >= it) instead of "
       "optimising it per profile");
+  cmd->add_option("--rules", opts->rules,
+                  "score alert rules instead: a detection is a --detect-on event of this rule "
+                  "file, with the series' values as P99 in --unit");
+  cmd->add_option("--detect-on", opts->detect_on, "with --rules: fire or pre_alert")
+      ->check(CLI::IsMember({"fire", "pre_alert"}))
+      ->capture_default_str();
+  cmd->add_option("--unit", opts->unit, "with --rules: unit of the values (ns, us, ms, s)")
+      ->check(CLI::IsMember({"ns", "us", "ms", "s"}))
+      ->capture_default_str();
   cmd->add_option("--json", opts->json_out, "also write the full result as JSON to this file");
   cmd->add_option("--threads", opts->threads, "worker threads (default: one per core)")
       ->check(CLI::Range(1, 1024));

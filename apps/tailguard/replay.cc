@@ -25,6 +25,7 @@
 #include "common/parallel.h"
 #include "common/progress.h"
 #include "common/strings.h"
+#include "series_replay.h"
 #include "tailguard/alert.h"
 #include "tailguard/detect.h"
 #include "tailguard/series_io.h"
@@ -43,8 +44,6 @@ struct Options {
   int threads = 0;
   bool quiet = false;
 };
-
-constexpr std::string_view kReplayMetric = "tailguard_replay_p99_seconds";
 
 // "500ms", "10s", "1m", "5m", "1h".
 std::optional<Duration> ParseDuration(std::string_view s) {
@@ -81,26 +80,6 @@ std::optional<double> UnitSeconds(std::string_view unit) {
   if (unit == "ms") return 1e-3;
   if (unit == "s") return 1.0;
   return std::nullopt;
-}
-
-// The rules used when none are given: the default tiers against the Holt-Winters baseline P99,
-// and the ensemble score above `threshold`.
-AlertConfig DefaultRules(double threshold) {
-  AlertConfig c;
-  AlertRule tiers;
-  tiers.name = "p99_vs_baseline";
-  tiers.stat = Statistic::kP99;
-  c.rules.push_back(tiers);
-  AlertRule anomaly;
-  anomaly.name = "anomaly_score";
-  anomaly.stat = Statistic::kAnomalyScore;
-  AlertTier t;
-  t.above = Threshold::Absolute(threshold);
-  t.severity = "warning";
-  t.receivers = {"wecom"};
-  anomaly.tiers.push_back(t);
-  c.rules.push_back(anomaly);
-  return c;
 }
 
 std::string Seconds(double s) { return std::isnan(s) ? "-" : FormatDuration(s * 1e9); }
@@ -148,26 +127,6 @@ class TimelineSink final : public AlertSink {
   uint64_t fired_ = 0;
   uint64_t notifications_ = 0;
   WallTime first_pre_alert_{};
-};
-
-// One series through the ensemble, point by point, feeding the alert engine.
-struct SeriesReplay {
-  Labels labels;
-  AnomalyDetector detector;
-  std::vector<double> scores;
-
-  // `p99` in seconds (NaN when missing); the other statistics are optional.
-  void Point(AlertEngine& engine, WallTime t, double p99, Observation obs) {
-    const AnomalyPoint a = detector.Update(t, p99);
-    scores.push_back(a.score);
-    obs.time = t;
-    obs.metric = kReplayMetric;
-    obs.labels = labels;
-    obs.p99 = p99;
-    obs.anomaly_score = std::isnan(p99) ? Observation::kMissing : a.level;
-    obs.baseline_p99 = a.baseline;
-    engine.Observe(obs);
-  }
 };
 
 int Fail(int code, const std::string& message) {
@@ -233,10 +192,10 @@ int ReplayRequestLog(const Options& o, const CsvTable& table, AlertEngine& engin
   }
   if (buckets.empty()) return Fail(2, Cat(o.file, ": no requests"));
 
-  std::vector<SeriesReplay> series(stages.size());
+  std::vector<SeriesReplay> series;
   for (size_t s = 0; s < stages.size(); ++s) {
-    series[s].labels = {{"file", std::filesystem::path(o.file).stem().string()},
-                        {"stage", stages[s].first}};
+    series.emplace_back(Labels{{"file", std::filesystem::path(o.file).stem().string()},
+                               {"stage", stages[s].first}});
   }
   TimeSeries total;
   total.path = o.file;
@@ -270,7 +229,7 @@ int ReplayRequestLog(const Options& o, const CsvTable& table, AlertEngine& engin
   }
   engine.Advance(total.times.back() + resolution);
   const std::string out = o.out.empty() ? DefaultOut(o.file) : o.out;
-  if (absl::Status st = WriteScoresCsv(out, total, series[0].scores); !st.ok()) {
+  if (absl::Status st = WriteScoresCsv(out, total, series[0].scores()); !st.ok()) {
     return Fail(1, std::string(st.message()));
   }
   if (!o.quiet) {
@@ -292,7 +251,7 @@ int ReplayFile(const Options& o) {
   if (!resolution) {
     return Fail(2, Cat("--resolution: \"", o.resolution, "\" is not a duration like 10s, 1m, 1h"));
   }
-  AlertConfig config = DefaultRules(o.anomaly_threshold);
+  AlertConfig config = DefaultReplayRules(o.anomaly_threshold);
   if (!o.rules.empty()) {
     absl::StatusOr<AlertConfig> loaded = LoadAlertConfig(o.rules);
     if (!loaded.ok()) return Fail(2, std::string(loaded.status().message()));
@@ -317,14 +276,13 @@ int ReplayFile(const Options& o) {
   }
   absl::StatusOr<TimeSeries> series = ReadTimeSeriesCsv(o.file);
   if (!series.ok()) return Fail(2, std::string(series.status().message()));
-  SeriesReplay replay;
-  replay.labels = {{"file", std::filesystem::path(o.file).stem().string()}};
+  SeriesReplay replay({{"file", std::filesystem::path(o.file).stem().string()}});
   for (size_t i = 0; i < series->values.size(); ++i) {
     replay.Point(**engine, series->times[i], series->values[i] * *unit, Observation{});
   }
   if (!series->times.empty()) (*engine)->Advance(series->times.back() + std::chrono::hours(24));
   const std::string out = o.out.empty() ? DefaultOut(o.file) : o.out;
-  if (absl::Status st = WriteScoresCsv(out, *series, replay.scores); !st.ok()) {
+  if (absl::Status st = WriteScoresCsv(out, *series, replay.scores()); !st.ok()) {
     return Fail(1, std::string(st.message()));
   }
   if (!o.quiet) {

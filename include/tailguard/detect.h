@@ -223,8 +223,8 @@ struct AnomalyPoint {
 };
 
 // The ensemble for one series: Holt-Winters forecasts each point, the forecast error is judged
-// in Holt-Winters' residual sigmas and by the Hampel filter against recent errors, and the
-// larger verdict, smoothed by an EWMA, is normalised against the series' own history into a
+// in Holt-Winters' residual sigmas and by the Hampel filter against recent errors, their
+// geometric mean (and its EWMA) is normalised against the series' own history into a
 // score in [0, 1], so one threshold works across very different series. The algorithm is
 // described at the top of src/detect/ensemble.cc.
 class AnomalyDetector {

@@ -7,8 +7,9 @@
 //    z-score of the error against the median and MAD of the recent errors. Judging errors rather
 //    than values keeps a daily peak from looking like a spike every day, while spikes, level
 //    shifts and broken patterns all show as large errors.
-// 2. The raw score is log(1 + the larger of the two z-scores): detectors agree on "how many
-//    sigmas", and the log keeps a flat series' enormous z-scores comparable.
+// 2. The raw score is log(1 + z) with z the geometric mean of the two z-scores: both detectors
+//    must agree (one alarm alone counts for half on a log scale), and the log keeps a flat
+//    series' enormous z-scores comparable.
 // 3. The raw score, and an EWMA of it (alpha 2 / (short_window + 1)), are each compared with
 //    their own history: mean and standard deviation over the last long_window points. The
 //    upper-tail probability q under a normal fit is how unusual the point (a spike) or the recent
@@ -175,14 +176,18 @@ AnomalyPoint AnomalyDetector::Update(WallTime t, double value) {
       const double error = value - p.forecast.value;
       const double floor = s.options.resolution * s.scale.value();
       p.hampel = s.hampel.Update(error);
-      if (p.hampel.ready) {
-        const double spread = std::max(1.4826 * p.hampel.mad, floor);
-        const double dev = std::abs(error - p.hampel.median);
-        z = spread > 0 ? std::min(dev / spread, kMaxZ) : (dev > 0 ? kMaxZ : 0);
-      }
       const double sigma = std::max(s.forecaster->residual_sigma(), floor);
       if (!std::isnan(p.forecast.lower) && sigma > 0) {
-        z = std::max(z, std::min(std::abs(error) / sigma, kMaxZ));
+        const double fz = std::min(std::abs(error) / sigma, kMaxZ);
+        z = fz;
+        if (p.hampel.ready) {
+          const double spread = std::max(1.4826 * p.hampel.mad, floor);
+          const double dev = std::abs(error - p.hampel.median);
+          const double hz = spread > 0 ? std::min(dev / spread, kMaxZ) : (dev > 0 ? kMaxZ : 0);
+          // Both detectors must agree: the geometric mean weighs their evidence equally on a
+          // log scale, so one detector's alarm alone counts for half.
+          z = std::sqrt(hz * fz);
+        }
       }
     }
     s.scale.Update(std::abs(value));

@@ -143,3 +143,22 @@ TEST(EnsembleTest, APerfectlyRegularSeriesIsNotAlarmedByRounding) {
 
 }  // namespace
 }  // namespace tailguard
+
+namespace tailguard {
+namespace {
+
+TEST(EnsembleTest, ASlowRampIsNotASpikeButASuddenStepIs) {
+  // Latency creeping up 10 % over a day is drift (DriftDetector's business), not an incident.
+  Series ramp = Noisy(2000, 100, 2, 9);
+  for (size_t i = 0; i < ramp.v.size(); ++i) ramp.v[i] += 10.0 * static_cast<double>(i) / 288;
+  const std::vector<double> ramp_scores = ScoreSeries(ramp.t, ramp.v);
+  EXPECT_LT(MaxIn(ramp_scores, 300, ramp_scores.size()), 0.5);
+  // The same 10 points in one step is.
+  Series step = Noisy(2000, 100, 2, 9);
+  for (size_t i = 1500; i < step.v.size(); ++i) step.v[i] += 10;
+  const std::vector<double> step_scores = ScoreSeries(step.t, step.v);
+  EXPECT_GE(MaxIn(step_scores, 1500, 1510), 0.5);
+}
+
+}  // namespace
+}  // namespace tailguard
