@@ -6,12 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "figure_reporter.h"
 #include "tailguard/alert.h"
 
 namespace tailguard {
 namespace {
-
-double g_eval_ns = 0;
 
 void BM_AlertEvaluate(benchmark::State& state) {
   absl::StatusOr<AlertConfig> config = ParseAlertConfig(R"(timezone: Asia/Shanghai
@@ -56,18 +55,6 @@ rules:
 }
 BENCHMARK(BM_AlertEvaluate)->Unit(benchmark::kMicrosecond);
 
-class FigureReporter : public benchmark::ConsoleReporter {
- public:
-  FigureReporter() : ConsoleReporter(OO_Tabular) {}
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& r : runs) {
-      const auto it = r.counters.find("items_per_second");
-      if (it != r.counters.end() && it->second.value > 0) g_eval_ns = 1e9 / it->second.value;
-    }
-    ConsoleReporter::ReportRuns(runs);
-  }
-};
-
 }  // namespace
 }  // namespace tailguard
 
@@ -76,6 +63,7 @@ int main(int argc, char** argv) {
   tailguard::FigureReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
-  if (tailguard::g_eval_ns > 0) std::printf("FIGURE alert_eval_ns %.1f ns\n", tailguard::g_eval_ns);
+  const double evals = reporter.Counter("BM_AlertEvaluate", "items_per_second");
+  if (evals > 0) tailguard::PrintFigure("alert_eval_ns", 1e9 / evals, "ns");
   return 0;
 }

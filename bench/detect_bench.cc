@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "figure_reporter.h"
 #include "tailguard/detect.h"
 
 namespace tailguard {
@@ -80,21 +81,6 @@ void BM_Ewma(benchmark::State& state) {
 }
 BENCHMARK(BM_Ewma);
 
-class FigureReporter : public benchmark::ConsoleReporter {
- public:
-  FigureReporter() : ConsoleReporter(OO_Tabular) {}
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& r : runs) {
-      const auto it = r.counters.find("items_per_second");
-      if (it != r.counters.end()) items_per_second[r.benchmark_name()] = it->second.value;
-      ns[r.benchmark_name()] = r.GetAdjustedRealTime();
-    }
-    ConsoleReporter::ReportRuns(runs);
-  }
-  std::map<std::string, double> items_per_second;
-  std::map<std::string, double> ns;
-};
-
 }  // namespace
 }  // namespace tailguard
 
@@ -103,16 +89,10 @@ int main(int argc, char** argv) {
   tailguard::FigureReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
-  if (reporter.items_per_second.count("BM_Ensemble")) {
-    std::printf("FIGURE replay_points_per_sec %.0f points/s\n",
-                reporter.items_per_second["BM_Ensemble"]);
-  }
-  if (reporter.ns.count("BM_Hampel")) {
-    std::printf("FIGURE hampel_update_ns %.1f ns\n", reporter.ns["BM_Hampel"]);
-  }
-  if (reporter.items_per_second.count("BM_HoltWintersDaily")) {
-    std::printf("FIGURE holt_winters_update_ns %.1f ns\n",
-                1e9 / reporter.items_per_second["BM_HoltWintersDaily"]);
-  }
+  tailguard::PrintFigure("replay_points_per_sec",
+                         reporter.Counter("BM_Ensemble", "items_per_second"), "points/s");
+  tailguard::PrintFigure("hampel_update_ns", reporter.RealTime("BM_Hampel"), "ns");
+  const double hw = reporter.Counter("BM_HoltWintersDaily", "items_per_second");
+  if (hw > 0) tailguard::PrintFigure("holt_winters_update_ns", 1e9 / hw, "ns");
   return 0;
 }

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "figure_reporter.h"
 #include "metrics/compact_histogram.h"
 #include "tailguard/histogram.h"
 #include "tailguard/recorder.h"
@@ -126,24 +127,6 @@ void BM_Deserialize(benchmark::State& state) {
 }
 BENCHMARK(BM_Deserialize)->Unit(benchmark::kMicrosecond);
 
-// Keeps every run's figures for the FIGURE lines, and prints the usual table.
-class FigureReporter : public benchmark::ConsoleReporter {
- public:
-  // No colour codes: the output is read by scripts and pasted into documents.
-  FigureReporter() : ConsoleReporter(OO_Tabular) {}
-
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& r : runs) {
-      const auto it = r.counters.find("ns_per_record");
-      per_record[r.benchmark_name()] = it != r.counters.end() ? it->second.value : 0;
-      real_time[r.benchmark_name()] = r.GetAdjustedRealTime();
-    }
-    ConsoleReporter::ReportRuns(runs);
-  }
-  std::map<std::string, double> per_record;
-  std::map<std::string, double> real_time;  // in each benchmark's time unit
-};
-
 // Largest relative error at P50/P90/P99/P99.9 against exact sorted quantiles, over 1 M samples
 // of each workload, in percent.
 double QuantileMaxRelErrorPct() {
@@ -186,27 +169,19 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
 
-  // Three significant digits, never in exponent form.
-  const auto figure = [](const char* name, double value, const char* unit) {
-    const int decimals = value >= 100 ? 0 : value >= 10 ? 1 : value >= 1 ? 2 : 3;
-    std::printf("FIGURE %s %.*f %s\n", name, decimals, value, unit);
-  };
-  const double one = reporter.per_record["BM_RecorderRecord/real_time/threads:1"];
-  const double two = reporter.per_record["BM_RecorderRecord/real_time/threads:2"];
-  const double shared2 = reporter.per_record["BM_SharedAtomicHistogram/real_time/threads:2"];
-  if (one > 0) figure("record_ns_1thread", one, "ns");
-  if (two > 0) figure("record_ns_2threads_per_thread", two, "ns");
-  if (one > 0 && two > 0) figure("record_2threads_over_1thread", two / one, "ratio");
-  if (reporter.per_record.count("BM_RecorderRecordOutOfLine")) {
-    figure("record_ns_1thread_out_of_line", reporter.per_record["BM_RecorderRecordOutOfLine"],
-           "ns");
-  }
-  if (shared2 > 0) figure("shared_atomic_record_ns_2threads_per_thread", shared2, "ns");
-  if (reporter.real_time.count("BM_QuantileQuery1m")) {
-    figure("quantile_query_us", reporter.real_time["BM_QuantileQuery1m"], "us");
-  }
-  figure("quantile_max_rel_error_pct", QuantileMaxRelErrorPct(), "%");
-  figure("slot_bytes", static_cast<double>(CompactHistogram(Slot(7, 10'000)).MemoryBytes()),
-         "bytes");
+  const double one = reporter.Counter("BM_RecorderRecord/real_time/threads:1", "ns_per_record");
+  const double two = reporter.Counter("BM_RecorderRecord/real_time/threads:2", "ns_per_record");
+  PrintFigure("record_ns_1thread", one, "ns");
+  PrintFigure("record_ns_2threads_per_thread", two, "ns");
+  if (one > 0) PrintFigure("record_2threads_over_1thread", two / one, "ratio");
+  PrintFigure("record_ns_1thread_out_of_line",
+              reporter.Counter("BM_RecorderRecordOutOfLine", "ns_per_record"), "ns");
+  PrintFigure("shared_atomic_record_ns_2threads_per_thread",
+              reporter.Counter("BM_SharedAtomicHistogram/real_time/threads:2", "ns_per_record"),
+              "ns");
+  PrintFigure("quantile_query_us", reporter.RealTime("BM_QuantileQuery1m"), "us");
+  PrintFigure("quantile_max_rel_error_pct", QuantileMaxRelErrorPct(), "%");
+  PrintFigure("slot_bytes", static_cast<double>(CompactHistogram(Slot(7, 10'000)).MemoryBytes()),
+              "bytes");
   return 0;
 }

@@ -192,7 +192,7 @@ double Run(Model& m, const std::vector<double>& data, int64_t t0, const Params& 
     } else {
       const double e = x - f;
       sse += e * e;
-      x = errors.Observe(x, f, k);
+      if (k > 0) x = errors.Observe(x, f, k);
     }
     m.Learn(x, p);
   }
