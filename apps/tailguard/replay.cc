@@ -232,6 +232,12 @@ int ReplayRequestLog(const Options& o, const CsvTable& table, AlertEngine& engin
   if (absl::Status st = WriteScoresCsv(out, total, series[0].scores()); !st.ok()) {
     return Fail(1, std::string(st.message()));
   }
+  for (size_t s = 0; s < stages.size() && !o.quiet; ++s) {
+    if (series[s].drift().drifting) {
+      std::printf("\ndrift: %s P99 %s\n", stages[s].first.c_str(),
+                  series[s].drift().Describe().c_str());
+    }
+  }
   if (!o.quiet) {
     std::printf(
         "\n%zu requests in %zu steps of %s, %zu stage series; %llu events, %llu alerts "
@@ -284,6 +290,9 @@ int ReplayFile(const Options& o) {
   const std::string out = o.out.empty() ? DefaultOut(o.file) : o.out;
   if (absl::Status st = WriteScoresCsv(out, *series, replay.scores()); !st.ok()) {
     return Fail(1, std::string(st.message()));
+  }
+  if (!o.quiet && replay.drift().drifting) {
+    std::printf("\ndrift: P99 %s\n", replay.drift().Describe().c_str());
   }
   if (!o.quiet) {
     std::printf("\n%zu points; %llu events, %llu alerts fired, %llu notifications; scores in %s\n",

@@ -26,6 +26,7 @@ AlertConfig DefaultReplayRules(double anomaly_threshold) {
 void SeriesReplay::Point(AlertEngine& engine, WallTime t, double p99, Observation obs) {
   const AnomalyPoint a = detector_.Update(t, p99);
   scores_.push_back(a.score);
+  drift_.Add(t, p99);
   obs.time = t;
   obs.metric = kReplayMetric;
   obs.labels = labels_;

@@ -31,10 +31,13 @@ class SeriesReplay {
 
   // One score per point so far (the once-per-incident score).
   const std::vector<double>& scores() const { return scores_; }
+  // The slow-degradation finding over the points so far (daily medians).
+  const DriftFinding& drift() const { return drift_.Current(); }
 
  private:
   Labels labels_;
   AnomalyDetector detector_;
+  DriftDetector drift_;
   std::vector<double> scores_;
 };
 
