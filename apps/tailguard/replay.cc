@@ -9,6 +9,7 @@
 //       timestamp,value,anomaly_score.
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -69,7 +70,8 @@ std::optional<Duration> ParseDuration(std::string_view s) {
   } else {
     return std::nullopt;
   }
-  if (!(ns > 0)) return std::nullopt;
+  // From 1 ms to 1 day: anything else is a typo, and would overflow or divide by zero.
+  if (!(ns >= 1e6 && ns <= 86400e9)) return std::nullopt;
   return Duration(static_cast<int64_t>(ns));
 }
 
@@ -81,6 +83,8 @@ std::optional<double> UnitSeconds(std::string_view unit) {
   if (unit == "s") return 1.0;
   return std::nullopt;
 }
+
+constexpr double kMaxLatencyNs = static_cast<double>(BucketLayout::kMaxValue);
 
 std::string Seconds(double s) { return std::isnan(s) ? "-" : FormatDuration(s * 1e9); }
 
@@ -178,16 +182,24 @@ int ReplayRequestLog(const Options& o, const CsvTable& table, AlertEngine& engin
       if (field.empty()) continue;
       char* end = nullptr;
       const double ms = std::strtod(field.c_str(), &end);
-      if (end == field.c_str() || *end != '\0' || !(ms >= 0)) {
+      // Finite, not negative, and within what a histogram records (about 73 minutes).
+      if (end == field.c_str() || *end != '\0' || !(ms >= 0) || !(ms * 1e6 <= kMaxLatencyNs)) {
         return Fail(2, Cat(o.file, ":", table.line[r], ": ",
                            table.header[static_cast<size_t>(stages[s].second)], ": \"", field,
                            "\" is not a latency in milliseconds (a number >= 0)"));
       }
       b.stage[s].Record(static_cast<uint64_t>(ms * 1e6));
     }
-    if (status_col >= 0) {
+    const bool has_total = !row[static_cast<size_t>(stages[0].second)].empty();
+    if (status_col >= 0 && has_total) {
       const std::string& st = row[static_cast<size_t>(status_col)];
-      if (!st.empty() && st[0] >= '4') ++b.errors;  // 4xx/5xx
+      int code = 0;
+      const auto [end, ec] = std::from_chars(st.data(), st.data() + st.size(), code);
+      if (!st.empty() && (ec != std::errc() || end != st.data() + st.size())) {
+        return Fail(2, Cat(o.file, ":", table.line[r], ": status: \"", st,
+                           "\" is not an HTTP status code"));
+      }
+      if (code >= 400) ++b.errors;  // 4xx and 5xx count as failed
     }
   }
   if (buckets.empty()) return Fail(2, Cat(o.file, ": no requests"));
@@ -202,6 +214,12 @@ int ReplayRequestLog(const Options& o, const CsvTable& table, AlertEngine& engin
   // Walk every resolution step from the first to the last bucket: empty ones are missing points.
   const int64_t first = buckets.begin()->first;
   const int64_t last = buckets.rbegin()->first;
+  constexpr int64_t kMaxSteps = 10'000'000;
+  if (last - first >= kMaxSteps) {
+    return Fail(
+        2, Cat(o.file, ": the requests span ", last - first + 1, " steps of ", o.resolution,
+               " (at most ", kMaxSteps, "): check the timestamps or use a coarser --resolution"));
+  }
   const double res_seconds = std::chrono::duration<double>(resolution).count();
   for (int64_t k = first; k <= last; ++k) {
     const WallTime t{Duration(k * res)};
@@ -227,7 +245,7 @@ int ReplayRequestLog(const Options& o, const CsvTable& table, AlertEngine& engin
       }
     }
   }
-  engine.Advance(total.times.back() + resolution);
+  engine.Advance(total.times.back());
   const std::string out = o.out.empty() ? DefaultOut(o.file) : o.out;
   if (absl::Status st = WriteScoresCsv(out, total, series[0].scores()); !st.ok()) {
     return Fail(1, std::string(st.message()));
@@ -255,7 +273,8 @@ int ReplayFile(const Options& o) {
   if (!unit) return Fail(2, Cat("--unit: \"", o.unit, "\" is not one of ns, us, ms, s"));
   const std::optional<Duration> resolution = ParseDuration(o.resolution);
   if (!resolution) {
-    return Fail(2, Cat("--resolution: \"", o.resolution, "\" is not a duration like 10s, 1m, 1h"));
+    return Fail(2, Cat("--resolution: \"", o.resolution,
+                       "\" is not a duration from 1ms to 24h like 10s, 1m, 1h"));
   }
   AlertConfig config = DefaultReplayRules(o.anomaly_threshold);
   if (!o.rules.empty()) {
@@ -286,7 +305,8 @@ int ReplayFile(const Options& o) {
   for (size_t i = 0; i < series->values.size(); ++i) {
     replay.Point(**engine, series->times[i], series->values[i] * *unit, Observation{});
   }
-  if (!series->times.empty()) (*engine)->Advance(series->times.back() + std::chrono::hours(24));
+  // Send what is due at the end of the data; nothing is known after it.
+  (*engine)->Advance(series->times.back());
   const std::string out = o.out.empty() ? DefaultOut(o.file) : o.out;
   if (absl::Status st = WriteScoresCsv(out, *series, replay.scores()); !st.ok()) {
     return Fail(1, std::string(st.message()));

@@ -213,9 +213,11 @@ struct AnomalyPoint {
   // The same before the once-per-incident damping: stays high while an incident lasts. What
   // alert rules on the anomaly score watch (they debounce on their own).
   double level = 0;
-  // The expected value: the forecast, held at its last value from before the incident while
-  // `level` is at or above 0.3 (one in a thousand), so an incident does not become its own
-  // baseline. NaN until the forecaster has data.
+  // The expected value: the forecast, held at its pre-incident value from the first point whose
+  // `level` reaches 0.3 (one in a thousand) until the level is back below that and at least
+  // `cooldown` points have passed, so an incident does not become its own baseline within
+  // minutes (a change that lasts longer is accepted as the new normal then). NaN until the
+  // forecaster has data, and when the forecast overshoots to <= 0 on a non-negative series.
   double baseline = kNaN;
   double raw = 0;       // the unnormalised combination of the detectors
   Forecast forecast;    // what Holt-Winters expected for this point
@@ -234,8 +236,8 @@ class AnomalyDetector {
   AnomalyDetector(AnomalyDetector&&) noexcept;
   AnomalyDetector& operator=(AnomalyDetector&&) noexcept;
 
-  // Scores `value` at `t` against the points before it, then learns it. NaN is a missing point:
-  // scored 0.
+  // Scores `value` at `t` against the points before it, then learns it. NaN (and +-inf, which
+  // is no measurement) is a missing point: scored 0.
   AnomalyPoint Update(WallTime t, double value);
 
  private:

@@ -41,7 +41,9 @@ struct TimeSeries {
 };
 
 // Reads a `timestamp,value` CSV (NAB's layout; other columns are ignored, the header must name
-// both). A bad timestamp or value is an error naming "path:line" and the field.
+// both). An empty value is a missing point (NaN). A bad timestamp, a value that is not a finite
+// number ("inf" and "nan" included), a timestamp earlier than the row before it, or a file with
+// no data rows is an error naming "path:line" and the field.
 absl::StatusOr<TimeSeries> ReadTimeSeriesCsv(const std::string& path);
 
 // Writes `timestamp,value,anomaly_score` rows, one per point, as `tailguard replay` does:

@@ -315,9 +315,13 @@ class Parser {
   static int ParseClock(const Item& at, std::string_view hhmm) {
     int h = -1;
     int m = -1;
-    if (hhmm.size() == 5 && hhmm[2] == ':') {
-      std::from_chars(hhmm.data(), hhmm.data() + 2, h);
-      std::from_chars(hhmm.data() + 3, hhmm.data() + 5, m);
+    const auto digits = [](std::string_view d) {
+      return d.size() == 2 && d[0] >= '0' && d[0] <= '9' && d[1] >= '0' && d[1] <= '9';
+    };
+    if (hhmm.size() == 5 && hhmm[2] == ':' && digits(hhmm.substr(0, 2)) &&
+        digits(hhmm.substr(3, 2))) {
+      h = (hhmm[0] - '0') * 10 + (hhmm[1] - '0');
+      m = (hhmm[3] - '0') * 10 + (hhmm[4] - '0');
     }
     if (h < 0 || h > 24 || m < 0 || m > 59 || (h == 24 && m != 0)) {
       Fail(at, Cat("expected \"HH:MM-HH:MM\" like \"09:00-18:00\", got \"", Str(at), "\""));

@@ -244,8 +244,11 @@ class AlertEngineImpl final : public AlertEngine {
     int breached = -1;
     for (int k = 0; k < r.tiers; ++k) {
       const Threshold& t = set.tiers[k];
-      threshold[k] =
-          t.kind == Threshold::Kind::kRelative ? obs.baseline_p99 * (1 + t.value) : t.value;
+      // A relative threshold needs a positive baseline: a forecast that overshot to zero or
+      // below is no baseline, and would turn an improvement into a breach.
+      threshold[k] = t.kind == Threshold::Kind::kAbsolute ? t.value
+                     : obs.baseline_p99 > 0               ? obs.baseline_p99 * (1 + t.value)
+                                                          : Observation::kMissing;
       if (value > threshold[k]) breached = k;  // false for NaN
     }
     Transition transitions[DebounceMachine::kMaxTransitions];

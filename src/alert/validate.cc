@@ -58,11 +58,12 @@ std::optional<ConfigIssue> CheckRoute(const RouteOptions& r, const std::string& 
   if (r.group_wait < Duration::zero()) {
     return ConfigIssue{path + ".group_wait", "must not be negative"};
   }
-  if (r.group_interval <= Duration::zero()) {
-    return ConfigIssue{path + ".group_interval", "must be positive"};
+  // Floors keep a typo (1ns, 1ms) from looping the grouper or flooding a receiver.
+  if (r.group_interval < std::chrono::seconds(1)) {
+    return ConfigIssue{path + ".group_interval", "must be at least 1s"};
   }
-  if (r.repeat_interval <= Duration::zero()) {
-    return ConfigIssue{path + ".repeat_interval", "must be positive"};
+  if (r.repeat_interval < r.group_interval) {
+    return ConfigIssue{path + ".repeat_interval", "must be at least group_interval"};
   }
   return std::nullopt;
 }

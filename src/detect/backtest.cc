@@ -63,10 +63,20 @@ absl::StatusOr<std::string> ReadText(const std::string& path) {
   return text.str();
 }
 
+// What a JSON value is, for messages: short scalars as written, containers by type and size.
+// Never dumps a container, which recurses as deep as the input is nested.
+std::string Describe(const nlohmann::json& v) {
+  if (v.is_array()) return Cat("an array of ", v.size());
+  if (v.is_object()) return Cat("an object of ", v.size(), " keys");
+  std::string text = v.dump();
+  if (text.size() > 60) text = text.substr(0, 57) + "...";
+  return text;
+}
+
 absl::StatusOr<WallTime> JsonTimestamp(const nlohmann::json& v) {
   if (v.is_string()) return ParseTimestamp(v.get_ref<const std::string&>());
   if (v.is_number()) return ParseTimestamp(v.dump());
-  return absl::InvalidArgumentError(Cat("expected a timestamp string, got ", v.dump()));
+  return absl::InvalidArgumentError(Cat("expected a timestamp string, got ", Describe(v)));
 }
 
 }  // namespace
@@ -97,8 +107,8 @@ absl::StatusOr<WindowLabels> ParseNabWindows(std::string_view json, std::string_
   for (const auto& [series, list] : doc.items()) {
     const std::string entry = Cat("\"", series, "\"");
     if (!list.is_array()) {
-      return absl::InvalidArgumentError(
-          Cat(source, ": ", entry, ": expected a list of [start, end] windows, got ", list.dump()));
+      return absl::InvalidArgumentError(Cat(
+          source, ": ", entry, ": expected a list of [start, end] windows, got ", Describe(list)));
     }
     std::vector<SourcedWindow>& windows = raw[series];
     int n = 0;
@@ -107,7 +117,7 @@ absl::StatusOr<WindowLabels> ParseNabWindows(std::string_view json, std::string_
       const std::string where = Cat(entry, " window ", n);
       if (!w.is_array() || w.size() != 2) {
         return absl::InvalidArgumentError(
-            Cat(source, ": ", where, ": expected [start, end], got ", w.dump()));
+            Cat(source, ": ", where, ": expected [start, end], got ", Describe(w)));
       }
       absl::StatusOr<WallTime> start = JsonTimestamp(w[0]);
       if (!start.ok()) {

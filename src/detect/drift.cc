@@ -133,6 +133,10 @@ struct DriftDetector::State {
 };
 
 DriftDetector::DriftDetector(DriftOptions options) : s_(std::make_unique<State>()) {
+  // Out-of-range options fall back to their defaults' meaning rather than dividing by zero.
+  if (options.bucket.count() <= 0) options.bucket = std::chrono::hours(24);
+  options.min_buckets = std::max(options.min_buckets, 3);
+  options.max_buckets = std::max(options.max_buckets, options.min_buckets);
   s_->options = options;
 }
 DriftDetector::~DriftDetector() = default;
@@ -140,7 +144,7 @@ DriftDetector::DriftDetector(DriftDetector&&) noexcept = default;
 DriftDetector& DriftDetector::operator=(DriftDetector&&) noexcept = default;
 
 void DriftDetector::Add(WallTime t, double value) {
-  if (std::isnan(value)) return;
+  if (!std::isfinite(value)) return;
   State& s = *s_;
   const int64_t ns = t.time_since_epoch().count();
   const int64_t len = s.options.bucket.count();

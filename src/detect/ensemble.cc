@@ -91,6 +91,7 @@ constexpr size_t kWarmup = 30;
 
 // How unusual `x` is against `history`, as min(1, -log10(upper tail probability) / 10).
 double Surprise(double x, const RollingStats& history) {
+  if (!std::isfinite(x)) return 0;
   const double spread = std::max(history.stddev(), kMinSpread);
   const double z = (x - history.mean()) / spread;
   const double q = 0.5 * std::erfc(z / std::sqrt(2.0));
@@ -139,7 +140,10 @@ struct AnomalyDetector::State {
   Ewma scale{0.01};             // typical magnitude of the values
   int cooldown_left = 0;        // points left in the current incident's cooldown
   double incident_peak = 0;
-  double baseline = kNaN;  // held while the level is high
+  double baseline = kNaN;  // held during incidents
+  int hold_left = 0;       // points the baseline stays held
+  double previous_level = 0;
+  bool all_non_negative = true;
 };
 
 AnomalyDetector::AnomalyDetector(EnsembleOptions options) : s_(std::make_unique<State>(options)) {}
@@ -164,10 +168,12 @@ AnomalyPoint AnomalyDetector::Update(WallTime t, double value) {
       s.pending.clear();
     }
   }
-  if (std::isnan(value)) {
-    if (s.forecaster) s.forecaster->Update(value);
+  if (!std::isfinite(value)) {
+    // Missing (NaN), or not a measurement (inf): time moves on, nothing is learned.
+    if (s.forecaster) s.forecaster->Update(kNaN);
     return p;
   }
+  if (value < 0) s.all_non_negative = false;
 
   double z = 0;
   if (s.forecaster) {
@@ -201,7 +207,22 @@ AnomalyPoint AnomalyDetector::Update(WallTime t, double value) {
     p.score = std::max(Surprise(p.raw, s.raw_history), Surprise(smoothed, s.smooth_history));
   }
   p.level = p.score;
-  if (p.level < kHoldBaseline || std::isnan(s.baseline)) s.baseline = p.forecast.value;
+  // The baseline follows the forecast except during an incident: from the first point at
+  // kHoldBaseline it is held at its pre-incident value until the level is back below it and the
+  // incident is at least `cooldown` points old, so a sustained regression is not accepted as
+  // normal within minutes. A forecast at or below zero for a series that never went negative
+  // (latencies, rates) is an overshoot, not a baseline: unknown.
+  if (p.level >= kHoldBaseline && s.previous_level < kHoldBaseline && !std::isnan(s.baseline)) {
+    s.hold_left = std::max(s.hold_left, std::max(s.options.cooldown, 1));  // an incident starts
+  }
+  s.previous_level = p.level;
+  if (s.hold_left > 0) {
+    --s.hold_left;
+    if (p.level >= kHoldBaseline) s.hold_left = std::max(s.hold_left, 1);
+  } else {
+    const double f = p.forecast.value;
+    s.baseline = (s.all_non_negative && !(f > 0)) ? kNaN : f;
+  }
   p.baseline = s.baseline;
   if (s.cooldown_left > 0) {
     --s.cooldown_left;

@@ -80,7 +80,7 @@ Hampel& Hampel::operator=(Hampel&&) noexcept = default;
 
 HampelResult Hampel::Update(double x) {
   HampelResult r;
-  if (std::isnan(x)) return r;
+  if (!std::isfinite(x)) return r;
   Window& w = *window_;
   if (w.full()) {
     r.ready = true;

@@ -335,7 +335,10 @@ struct HoltWinters::State {
 };
 
 HoltWinters::HoltWinters(HoltWintersOptions options) : s_(std::make_unique<State>()) {
+  // Seasons shorter than 2 points mean nothing; the model holds two at most (the shortest).
+  std::erase_if(options.seasons, [](int len) { return len < 2; });
   std::sort(options.seasons.begin(), options.seasons.end());
+  if (options.seasons.size() > 2) options.seasons.resize(2);
   s_->options = options;
   s_->capacity = static_cast<size_t>(std::max(s_->fit_window(), 2 * s_->longest()));
   s_->history.assign(s_->capacity, kNaN);
@@ -362,6 +365,7 @@ Forecast HoltWinters::Next() const { return Ahead(1); }
 
 Forecast HoltWinters::Update(double x) {
   State& s = *s_;
+  if (!std::isfinite(x)) x = kNaN;  // inf is no measurement: a missing point
   const Forecast f = Next();
   double learn = x;
   if (std::isnan(x)) {

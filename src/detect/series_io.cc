@@ -329,9 +329,24 @@ absl::StatusOr<TimeSeries> ReadTimeSeriesCsv(const std::string& path) {
         return absl::InvalidArgumentError(
             Cat(path, ":", table->line[r], ": value: \"", v, "\" is not a number"));
       }
+      // from_chars reads "inf" and "nan": neither is a measurement (an empty field is the
+      // way to say "missing").
+      if (!std::isfinite(value)) {
+        return absl::InvalidArgumentError(Cat(path, ":", table->line[r], ": value: \"", v,
+                                              "\" is not a finite number; leave the field empty "
+                                              "for a missing point"));
+      }
+    }
+    if (!series.times.empty() && *t < series.times.back()) {
+      return absl::InvalidArgumentError(
+          Cat(path, ":", table->line[r], ": timestamp: ", row[static_cast<size_t>(ts_col)],
+              " is earlier than the row before it; sort the file by time"));
     }
     series.times.push_back(*t);
     series.values.push_back(value);
+  }
+  if (series.times.empty()) {
+    return absl::InvalidArgumentError(Cat(path, ": no data rows after the header"));
   }
   return series;
 }

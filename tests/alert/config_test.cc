@@ -358,7 +358,7 @@ rules:
   EXPECT_EQ(ErrorOf("schedules:\n  - {name: s, from: \"2025-11-12\", to: \"2025-11-11\"}\n"),
             "rules.yaml:2: schedules[0].to: must be after from");
   EXPECT_EQ(ErrorOf("route:\n  group_interval: 0\n"),
-            "rules.yaml:2: route.group_interval: must be positive");
+            "rules.yaml:2: route.group_interval: must be at least 1s");
   EXPECT_EQ(ErrorOf("rules:\n  - name: a\n    labels: {severity: page}\n"),
             "rules.yaml:3: rules[0].labels.severity: is set by the engine");
   // A threshold written with `above` is reported under `above`, not the tier it became.
@@ -426,6 +426,57 @@ TEST(ConfigTextTest, Durations) {
   for (const char* bad : {"", "30", "s", "1x", "-1s", "1 s", "1e3s"}) {
     EXPECT_FALSE(ParseDurationText(bad).has_value()) << bad;
   }
+}
+
+}  // namespace
+}  // namespace tailguard
+
+namespace tailguard {
+namespace {
+
+// Regressions (review): intervals of a nanosecond looped the grouper or sent millions of
+// notifications; "1a:00" parsed as 01:00.
+TEST(AlertConfigRegressionTest, IntervalFloorsAndStrictClockTimes) {
+  const auto error = [](std::string_view yaml) {
+    absl::StatusOr<AlertConfig> c = ParseAlertConfig(yaml, "rules.yaml");
+    return c.ok() ? std::string("ok") : std::string(c.status().message());
+  };
+  EXPECT_NE(error("route:\n  group_interval: 1ms\n").find("must be at least 1s"),
+            std::string::npos);
+  EXPECT_NE(error("route:\n  group_interval: 10s\n  repeat_interval: 1s\n")
+                .find("repeat_interval: must be at least group_interval"),
+            std::string::npos);
+  EXPECT_NE(error("schedules:\n  - {name: w, days: weekend, hours: \"1a:00-2b:00\"}\n")
+                .find("expected \"HH:MM-HH:MM\""),
+            std::string::npos);
+  EXPECT_EQ(error("schedules:\n  - {name: w, days: weekend, hours: \"01:00-02:00\"}\n"), "ok");
+}
+
+}  // namespace
+}  // namespace tailguard
+
+namespace tailguard {
+namespace {
+
+// Regression (review): a baseline that overshot below zero turned an improvement into an
+// emergency. Relative tiers now need a positive baseline.
+TEST(AlertEngineRegressionTest, NonPositiveBaselineNeverBreachesRelativeTiers) {
+  absl::StatusOr<AlertConfig> config = ParseAlertConfig("rules:\n  - name: tiers\n", "r.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  CollectingAlertSink sink;
+  auto engine = AlertEngine::Create(*config, sink);
+  ASSERT_TRUE(engine.ok());
+  const Labels labels = {{"model", "m"}};
+  for (int i = 0; i < 10; ++i) {
+    Observation o;
+    o.time = FakeClock::DefaultStart() + std::chrono::seconds(10 * i);
+    o.metric = "tailguard_request_duration_seconds";
+    o.labels = labels;
+    o.p99 = 0.001;
+    o.baseline_p99 = i % 2 == 0 ? -0.002 : 0.0;
+    (*engine)->Observe(o);
+  }
+  EXPECT_TRUE(sink.events.empty());
 }
 
 }  // namespace

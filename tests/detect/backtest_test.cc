@@ -556,3 +556,19 @@ TEST(NabWindowsRegressionTest, HugeNumberIsAnErrorNotACrash) {
 
 }  // namespace
 }  // namespace tailguard
+
+namespace tailguard {
+namespace {
+
+// Regression (review): the error message dumped the offending value, recursing as deep as the
+// input was nested, until the stack overflowed.
+TEST(NabWindowsRegressionTest, DeepNestingIsAnErrorNotACrash) {
+  const std::string deep = "{\"a\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  absl::StatusOr<WindowLabels> w = ParseNabWindows(deep, "w.json");
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(std::string(w.status().message()).find("got an array of 1"), std::string::npos)
+      << w.status();
+}
+
+}  // namespace
+}  // namespace tailguard

@@ -69,3 +69,20 @@ TEST(DriftTest, EarlierPointsAndMissingValuesAreIgnored) {
 
 }  // namespace
 }  // namespace tailguard
+
+namespace tailguard {
+namespace {
+
+// Regression (review): a zero bucket divided by zero.
+TEST(DriftTest, NonsenseOptionsFallBackInsteadOfCrashing) {
+  DriftDetector d({.bucket = Duration(0)});  // one day
+  for (int h = 0; h < 24 * 20; ++h) d.Add(kStart + hours(h), 100 + h * 0.1);
+  EXPECT_EQ(d.Current().buckets, 19);
+  EXPECT_TRUE(d.Current().drifting);
+  DriftDetector tiny({.min_buckets = 0, .max_buckets = -5});  // at least 3 buckets
+  for (int h = 0; h < 24 * 20; ++h) tiny.Add(kStart + hours(h), 100 + h * 0.1);
+  EXPECT_EQ(tiny.Current().buckets, 3);
+}
+
+}  // namespace
+}  // namespace tailguard

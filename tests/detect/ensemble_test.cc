@@ -162,3 +162,52 @@ TEST(EnsembleTest, ASlowRampIsNotASpikeButASuddenStepIs) {
 
 }  // namespace
 }  // namespace tailguard
+
+namespace tailguard {
+namespace {
+
+// Regression (review): one inf poisoned the forecaster and pinned the level at 1.
+TEST(EnsembleTest, InfinityIsAMissingPointNotAPoison) {
+  Series s = Noisy(2000, 50, 3, 10);
+  s.v[100] = INFINITY;
+  s.v[200] = -INFINITY;
+  AnomalyDetector d;
+  int high = 0;
+  for (size_t i = 0; i < s.v.size(); ++i) {
+    const AnomalyPoint p = d.Update(s.t[i], s.v[i]);
+    if (i == 100 || i == 200) {
+      EXPECT_EQ(p.score, 0);
+    }
+    if (i > 300) {
+      high += p.score >= 0.5;
+      ASSERT_TRUE(std::isfinite(p.baseline)) << i;
+    }
+  }
+  EXPECT_LT(high, 10);
+}
+
+// Regression (review): after a sharp drop the forecast overshot below zero and inverted the
+// relative tiers.
+TEST(EnsembleTest, NoNegativeBaselineForANonNegativeSeries) {
+  Series s = Noisy(600, 100, 1, 11);
+  for (size_t i = 400; i < 405; ++i) s.v[i] = 100 - 20.0 * static_cast<double>(i - 399);
+  for (size_t i = 405; i < s.v.size(); ++i) s.v[i] = 1;
+  AnomalyDetector d;
+  for (size_t i = 0; i < s.v.size(); ++i) {
+    const AnomalyPoint p = d.Update(s.t[i], s.v[i]);
+    ASSERT_FALSE(p.baseline <= 0) << "point " << i << " baseline " << p.baseline;
+  }
+}
+
+// Regression (review): a sustained regression became its own baseline within minutes.
+TEST(EnsembleTest, BaselineIsHeldThroughTheCooldownOfAnIncident) {
+  Series s = Noisy(1600, 100, 2, 12);
+  for (size_t i = 1000; i < s.v.size(); ++i) s.v[i] += 100;  // P99 doubles and stays
+  AnomalyDetector d;
+  std::vector<double> baseline;
+  for (size_t i = 0; i < s.v.size(); ++i) baseline.push_back(d.Update(s.t[i], s.v[i]).baseline);
+  for (size_t i = 1000; i < 1060; ++i) ASSERT_LT(baseline[i], 120) << "point " << i;
+}
+
+}  // namespace
+}  // namespace tailguard

@@ -119,3 +119,22 @@ TEST(HoltWintersTest, TwoSeasonsDailyAndWeekly) {
 
 }  // namespace
 }  // namespace tailguard
+
+namespace tailguard {
+namespace {
+
+TEST(HoltWintersTest, InfinityIsAMissingPoint) {
+  HoltWinters hw;
+  for (int i = 0; i < 100; ++i) hw.Update(50);
+  hw.Update(INFINITY);
+  EXPECT_NEAR(hw.Next().value, 50, 1e-6);
+  EXPECT_EQ(hw.points(), 101);
+}
+
+TEST(HoltWintersTest, MeaninglessSeasonsAreDropped) {
+  HoltWinters hw({.seasons = {0, 1, 24, 48, 96}});
+  EXPECT_EQ(hw.options().seasons, (std::vector<int>{24, 48}));
+}
+
+}  // namespace
+}  // namespace tailguard
