@@ -209,7 +209,7 @@ namespace {
 
 // NAB's scaled sigmoid: 2 * sigmoid(-5x) - 1, and -1 beyond 3 window widths after a window.
 double ScaledSigmoid(double x) {
-  if (x > 3.0) return -1.0;
+  if (x >= 3.0) return -1.0;  // as NAB v1.1: at 3 and beyond, the full FP cost
   return 2.0 * (1.0 / (1.0 + std::exp(5.0 * x))) - 1.0;
 }
 

@@ -572,3 +572,26 @@ TEST(NabWindowsRegressionTest, DeepNestingIsAnErrorNotACrash) {
 
 }  // namespace
 }  // namespace tailguard
+
+namespace tailguard {
+namespace {
+
+// Regression (review): NAB charges the full FP cost from exactly 3 window widths after a window
+// (scaledSigmoid's `>= 3.0`); we used `> 3.0`.
+TEST(NabScoringRegressionTest, FullFalsePositiveCostFromExactlyThreeWidthsAfter) {
+  ScoredSeries s;
+  s.name = "cat/f.csv";
+  for (int i = 0; i < 100; ++i) {
+    s.times.push_back(FakeClock::DefaultStart() + std::chrono::minutes(i));
+    s.scores.push_back(i == 46 ? 1.0 : 0.0);
+  }
+  // Rows 30..34: width 5; row 46 is 12 = 3 * (5 - 1) rows after its right edge.
+  s.windows.push_back({s.times[30], s.times[34]});
+  const std::vector<ScoredSeries> corpus = {s};
+  absl::StatusOr<CorpusScore> c = ScoreAtThreshold(corpus, NabProfiles()[0], 0.5);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_DOUBLE_EQ(c->raw_score, -1.0 - 0.11);  // the missed window, and one full FP
+}
+
+}  // namespace
+}  // namespace tailguard
