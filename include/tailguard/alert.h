@@ -244,6 +244,10 @@ struct AlertConfig {
   std::string time_zone = "UTC";
   // Gets alerts whose tiers name no receiver. "" drops them. Default "default".
   std::string default_receiver = "default";
+  // A series that has not been observed for this long while one of its rules is in PreAlert or
+  // Alert is evaluated as missing (every statistic NaN) at each Advance() or Observe(), so its
+  // alerts resolve after resolve_after instead of firing forever. 0 disables. Default 5 min.
+  Duration stale_after = std::chrono::minutes(5);
   // Grouping for every receiver not listed in `receivers`.
   RouteOptions route;
   // Optional per-receiver grouping. When not empty, every receiver a rule names (and
@@ -440,8 +444,9 @@ class AlertEngine {
   // counted in stats().out_of_order). Different series may come in any order.
   virtual void Observe(const Observation& obs) = 0;
 
-  // Sends the notifications due at or before `now`, each stamped with the time it was due.
-  // A `now` earlier than a previous one does nothing.
+  // Evaluates series gone stale (see AlertConfig::stale_after) as missing at `now`, then sends
+  // the notifications due at or before `now`, each stamped with the time it was due. A `now`
+  // earlier than a previous one does nothing.
   virtual void Advance(WallTime now) = 0;
 
   // Every (rule, series) in PreAlert or Alert, ordered by rule then series key.

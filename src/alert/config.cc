@@ -518,8 +518,9 @@ class Parser {
 
 AlertConfig Parser::Parse(const YAML::Node& root) {
   AlertConfig c;
-  MapItem top = Map({"", YAML::Mark(), root, ""},
-                    {"timezone", "route", "receivers", "defaults", "schedules", "rules"});
+  MapItem top = Map({"", YAML::Mark(), root, ""}, {"timezone", "stale_after", "route", "receivers",
+                                                   "defaults", "schedules", "rules"});
+  if (const Item* f = top.Get("stale_after")) c.stale_after = Dur(*f);
   if (const Item* f = top.Get("timezone")) {
     c.time_zone = Str(*f);
     if (!absl::LoadTimeZone(c.time_zone, &zone_)) {

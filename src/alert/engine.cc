@@ -55,9 +55,10 @@ struct SeriesEntry {
   std::string metric;
   Labels labels;  // sorted by name
   std::string key;
-  WallTime last_time = WallTime::min();
-  std::vector<RuleState> states;      // one per rule that selects the series
-  std::unique_ptr<SeriesEntry> next;  // another series with the same hash
+  WallTime last_time = WallTime::min();  // latest evaluation, real or for staleness
+  WallTime last_seen = WallTime::min();  // latest real observation
+  std::vector<RuleState> states;         // one per rule that selects the series
+  std::unique_ptr<SeriesEntry> next;     // another series with the same hash
 };
 
 uint64_t Mix(uint64_t x) {  // splitmix64's finaliser
@@ -148,6 +149,7 @@ class AlertEngineImpl final : public AlertEngine {
   // AlertEngine
   void Observe(const Observation& obs) override {
     ++stats_.observations;
+    EvaluateStale(obs.time);
     grouper_.Advance(obs.time - Duration(1));
     SeriesEntry& series = FindOrAdd(obs.metric, obs.labels);
     if (obs.time <= series.last_time) {
@@ -155,12 +157,42 @@ class AlertEngineImpl final : public AlertEngine {
       return;
     }
     series.last_time = obs.time;
+    series.last_seen = obs.time;
     if (series.states.empty()) return;
     const uint64_t active = config_.schedules.empty() ? 0 : schedule_clock_.ActiveAt(obs.time);
     for (RuleState& state : series.states) Evaluate(series, state, obs, active);
   }
 
-  void Advance(WallTime now) override { grouper_.Advance(now); }
+  void Advance(WallTime now) override {
+    EvaluateStale(now);
+    grouper_.Advance(now);
+  }
+
+  // Series with a rule out of Normal that have not been observed for stale_after are evaluated
+  // as missing at `now`: their alerts resolve instead of firing forever. Looks at the series
+  // at most once per stale_after / 4 of observation time, so it costs little per call.
+  void EvaluateStale(WallTime now) {
+    const Duration stale = config_.stale_after;
+    if (stale <= Duration::zero() || now < next_stale_check_) return;
+    next_stale_check_ = now + std::max(stale / 4, Duration(1));
+    for (auto& [hash, head] : series_) {
+      for (SeriesEntry* e = head.get(); e != nullptr; e = e->next.get()) {
+        if (now - e->last_seen < stale || now <= e->last_time) continue;
+        bool alerting = false;
+        for (const RuleState& st : e->states) alerting |= st.machine.state() != AlertState::kNormal;
+        if (!alerting) continue;
+        Observation missing;
+        missing.time = now;
+        missing.metric = e->metric;
+        missing.labels = e->labels;
+        e->last_time = now;
+        const uint64_t active = config_.schedules.empty() ? 0 : schedule_clock_.ActiveAt(now);
+        for (RuleState& st : e->states) {
+          if (st.machine.state() != AlertState::kNormal) Evaluate(*e, st, missing, active);
+        }
+      }
+    }
+  }
 
   std::vector<ActiveAlert> ActiveAlerts() const override {
     std::vector<ActiveAlert> out;
@@ -345,6 +377,7 @@ class AlertEngineImpl final : public AlertEngine {
 
   AlertEngineStats stats_;
   ScheduleClock schedule_clock_;
+  WallTime next_stale_check_ = WallTime::min();  // EvaluateStale() looks again from here
   Grouper grouper_;
   absl::flat_hash_map<uint64_t, std::unique_ptr<SeriesEntry>> series_;
 };

@@ -329,6 +329,9 @@ std::optional<ConfigIssue> FindConfigIssue(const AlertConfig& c) {
 }  // namespace alert_internal
 
 absl::Status ValidateAlertConfig(const AlertConfig& config) {
+  if (config.stale_after < Duration::zero()) {
+    return absl::InvalidArgumentError("stale_after: must not be negative (0 disables it)");
+  }
   if (auto issue = alert_internal::FindConfigIssue(config)) {
     return absl::InvalidArgumentError(Cat(issue->path, ": ", issue->message));
   }

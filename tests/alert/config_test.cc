@@ -300,7 +300,7 @@ TEST(AlertConfigTest, ErrorsNameFileLineAndField) {
             "rules.yaml:3: schedules[0].days: a schedule is either weekly (days, hours) or a "
             "window (from, to)");
   EXPECT_EQ(ErrorOf("- a\n"),
-            "rules.yaml:1: expected a map with fields timezone, route, "
+            "rules.yaml:1: expected a map with fields timezone, stale_after, route, "
             "receivers, defaults, schedules, rules");
   // YAML syntax errors keep yaml-cpp's message and line.
   EXPECT_THAT(ErrorOf("rules:\n  - name: a\n    tiers: [\n"), StartsWith("rules.yaml:"));
@@ -477,6 +477,42 @@ TEST(AlertEngineRegressionTest, NonPositiveBaselineNeverBreachesRelativeTiers) {
     (*engine)->Observe(o);
   }
   EXPECT_TRUE(sink.events.empty());
+}
+
+}  // namespace
+}  // namespace tailguard
+
+namespace tailguard {
+namespace {
+
+// Regression (review): an alert whose series stopped reporting fired forever.
+TEST(AlertEngineRegressionTest, AStaleSeriesResolves) {
+  absl::StatusOr<AlertConfig> config =
+      ParseAlertConfig("stale_after: 5m\nrules:\n  - {name: slow, above: 200ms}\n", "r.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  CollectingAlertSink sink;
+  auto engine = AlertEngine::Create(*config, sink);
+  ASSERT_TRUE(engine.ok());
+  const Labels labels = {{"model", "m"}};
+  const WallTime t0 = FakeClock::DefaultStart();
+  for (int s = 0; s <= 60; s += 10) {
+    Observation o;
+    o.time = t0 + std::chrono::seconds(s);
+    o.metric = "tailguard_request_duration_seconds";
+    o.labels = labels;
+    o.p99 = 0.5;
+    (*engine)->Observe(o);
+  }
+  ASSERT_EQ((*engine)->ActiveAlerts().size(), 1u);
+  ASSERT_EQ((*engine)->ActiveAlerts()[0].state, AlertState::kAlert);
+  // The series goes silent. Within stale_after nothing changes; after it, and resolve_after
+  // (1 min) of missing evaluations, the alert resolves.
+  for (int m = 1; m <= 15; ++m) (*engine)->Advance(t0 + std::chrono::minutes(m));
+  EXPECT_TRUE((*engine)->ActiveAlerts().empty());
+  ASSERT_FALSE(sink.events.empty());
+  EXPECT_EQ(sink.events.back().kind, AlertEventKind::kResolve);
+  EXPECT_GE(sink.events.back().time, t0 + std::chrono::minutes(6));
+  EXPECT_LE(sink.events.back().time, t0 + std::chrono::minutes(9));
 }
 
 }  // namespace
