@@ -1,0 +1,97 @@
+// Prometheus text exposition of the registry.
+#include "metrics/exposition.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+
+namespace tailguard {
+namespace {
+
+constexpr double kDefaultBuckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                      0.01,   0.025,   0.05,   0.1,   0.25,   0.5,
+                                      1,      2.5,     5,      10,    25,     60};
+
+void AppendEscaped(std::string& out, std::string_view v) {
+  for (char c : v) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out.push_back(c);
+    }
+  }
+}
+
+// `{a="x",b="y"` without the closing brace, so `le` can follow.
+std::string OpenLabels(const Labels& labels) {
+  std::string s = "{";
+  for (const auto& [k, v] : labels) {
+    if (s.size() > 1) s.push_back(',');
+    s += k;
+    s += "=\"";
+    AppendEscaped(s, v);
+    s.push_back('"');
+  }
+  return s;
+}
+
+// Shortest round-trip text of a double, as Prometheus prints floats.
+std::string Number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.17g", v);
+  // Try shorter forms that read back the same.
+  for (int precision = 1; precision < 17; ++precision) {
+    char shorter[32];
+    std::snprintf(shorter, sizeof(shorter), "%.*g", precision, v);
+    if (std::strtod(shorter, nullptr) == v) return shorter;
+  }
+  return buf;
+}
+
+}  // namespace
+
+std::span<const double> DefaultExpositionBuckets() { return kDefaultBuckets; }
+
+void AppendPrometheusText(const Registry& registry, std::span<const double> le_seconds,
+                          std::string& out) {
+  // Group by metric name, keeping AllSeries()' key order inside each.
+  std::map<std::string, std::vector<Series*>> by_name;
+  for (Series* s : registry.AllSeries()) by_name[s->name()].push_back(s);
+  std::vector<std::string> le_text;
+  for (double le : le_seconds) le_text.push_back(Number(le));
+  for (const auto& [name, series] : by_name) {
+    out += "# HELP " + name + " Latency histogram recorded by tailguard, in seconds.\n";
+    out += "# TYPE " + name + " histogram\n";
+    for (const Series* s : series) {
+      const Histogram h = s->Cumulative();
+      const std::string labels = OpenLabels(s->labels());
+      const std::string sep = s->labels().empty() ? "" : ",";
+      // Walk buckets and boundaries together: each bucket counts under the first boundary at
+      // or above its upper edge.
+      uint64_t cumulative = 0;
+      int bucket = 0;
+      for (size_t b = 0; b < le_seconds.size(); ++b) {
+        const double le_ns = le_seconds[b] * 1e9;
+        for (; bucket < BucketLayout::kBucketCount &&
+               static_cast<double>(BucketLayout::Highest(bucket)) <= le_ns;
+             ++bucket) {
+          cumulative += h.bucket_count(bucket);
+        }
+        out += name + "_bucket" + labels + sep + "le=\"" + le_text[b] + "\"} " +
+               std::to_string(cumulative) + "\n";
+      }
+      out += name + "_bucket" + labels + sep + "le=\"+Inf\"} " + std::to_string(h.count()) + "\n";
+      out += name + "_sum" + (s->labels().empty() ? "" : labels + "}") + " " +
+             Number(h.sum() * 1e-9) + "\n";
+      out += name + "_count" + (s->labels().empty() ? "" : labels + "}") + " " +
+             std::to_string(h.count()) + "\n";
+    }
+  }
+}
+
+}  // namespace tailguard

@@ -1,0 +1,29 @@
+// Prometheus text exposition (format 0.0.4) of a Registry's series, for /metrics.
+#ifndef TAILGUARD_METRICS_EXPOSITION_H_
+#define TAILGUARD_METRICS_EXPOSITION_H_
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tailguard/registry.h"
+
+namespace tailguard {
+
+// The default `le` boundaries in seconds: 1-2.5-5 steps from 100 us to 60 s. Fine enough that
+// histogram_quantile() over them lands within a step of tailguard's own quantiles.
+std::span<const double> DefaultExpositionBuckets();
+
+// Appends every series of `registry` to `out` as Prometheus histograms: for each metric name
+// one `# HELP` and one `# TYPE <name> histogram` line, then per series (sorted by key) the
+// cumulative `<name>_bucket{...,le="..."}` lines ending with le="+Inf", `<name>_sum` in seconds
+// and `<name>_count`. Values come from each series' cumulative histogram (what collections have
+// moved in), so counters never go down. A value is counted under the first boundary at or above
+// its bucket's upper edge, so a count can sit one 1 % bucket higher than the exact value.
+// REQUIRES: `le_seconds` ascending and positive.
+void AppendPrometheusText(const Registry& registry, std::span<const double> le_seconds,
+                          std::string& out);
+
+}  // namespace tailguard
+
+#endif  // TAILGUARD_METRICS_EXPOSITION_H_
