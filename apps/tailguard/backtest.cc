@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "common/duration.h"
 #include "common/parallel.h"
 #include "common/progress.h"
 #include "common/strings.h"
@@ -173,8 +174,8 @@ std::vector<double> Score(const Options& o, const TimeSeries& series) {
   if (!o.rule_config) return ScoreSeries(series.times, series.values, EnsembleOptions{});
   const AlertEventKind kind =
       o.detect_on == "pre_alert" ? AlertEventKind::kPreAlert : AlertEventKind::kFire;
-  const double unit = o.unit == "ns" ? 1e-9 : o.unit == "us" ? 1e-6 : o.unit == "s" ? 1 : 1e-3;
-  return RuleDetections(series, *o.rule_config, kind, unit);
+  // --unit is checked by CLI11 against the same four units.
+  return RuleDetections(series, *o.rule_config, kind, LatencyUnitSeconds(o.unit).value_or(1e-3));
 }
 
 // Loads (and, unless `precomputed`, scores with the detector) every series of a NAB-layout

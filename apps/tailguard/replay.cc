@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "common/duration.h"
 #include "common/format.h"
 #include "common/parallel.h"
 #include "common/progress.h"
@@ -46,42 +47,12 @@ struct Options {
   bool quiet = false;
 };
 
-// "500ms", "10s", "1m", "5m", "1h".
-std::optional<Duration> ParseDuration(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
-  if (i == 0) return std::nullopt;
-  double v = 0;
-  try {
-    v = std::stod(std::string(s.substr(0, i)));
-  } catch (...) {
-    return std::nullopt;
-  }
-  const std::string_view unit = s.substr(i);
-  double ns = 0;
-  if (unit == "ms") {
-    ns = v * 1e6;
-  } else if (unit == "s") {
-    ns = v * 1e9;
-  } else if (unit == "m") {
-    ns = v * 60e9;
-  } else if (unit == "h") {
-    ns = v * 3600e9;
-  } else {
-    return std::nullopt;
-  }
-  // From 1 ms to 1 day: anything else is a typo, and would overflow or divide by zero.
-  if (!(ns >= 1e6 && ns <= 86400e9)) return std::nullopt;
-  return Duration(static_cast<int64_t>(ns));
-}
-
-// Seconds per unit of the input values.
-std::optional<double> UnitSeconds(std::string_view unit) {
-  if (unit == "ns") return 1e-9;
-  if (unit == "us") return 1e-6;
-  if (unit == "ms") return 1e-3;
-  if (unit == "s") return 1.0;
-  return std::nullopt;
+// The aggregation step of a request log: a duration from 1 ms to 1 day (anything else is a
+// typo, and would overflow or divide by zero).
+std::optional<Duration> ParseResolution(std::string_view text) {
+  std::optional<Duration> d = ParseDurationText(text);
+  if (!d || *d < std::chrono::milliseconds(1) || *d > std::chrono::hours(24)) return std::nullopt;
+  return d;
 }
 
 constexpr double kMaxLatencyNs = static_cast<double>(BucketLayout::kMaxValue);
@@ -269,9 +240,9 @@ int ReplayRequestLog(const Options& o, const CsvTable& table, AlertEngine& engin
 }
 
 int ReplayFile(const Options& o) {
-  const std::optional<double> unit = UnitSeconds(o.unit);
+  const std::optional<double> unit = LatencyUnitSeconds(o.unit);
   if (!unit) return Fail(2, Cat("--unit: \"", o.unit, "\" is not one of ns, us, ms, s"));
-  const std::optional<Duration> resolution = ParseDuration(o.resolution);
+  const std::optional<Duration> resolution = ParseResolution(o.resolution);
   if (!resolution) {
     return Fail(2, Cat("--resolution: \"", o.resolution,
                        "\" is not a duration from 1ms to 24h like 10s, 1m, 1h"));

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/duration.h"
 #include "tailguard/alert.h"
 
 namespace tailguard::alert_internal {
@@ -23,9 +24,8 @@ std::optional<ConfigIssue> FindConfigIssue(const AlertConfig& config);
 // Fills what the engine needs filled: empty tiers become DefaultAlertTiers().
 void NormalizeConfig(AlertConfig& config);
 
-// A Prometheus-style duration: "0", "300ms", "30s", "1.5m", "1h30m"; units ns, us, ms, s, m,
-// h, d, w. nullopt when malformed, negative or over a century.
-std::optional<Duration> ParseDurationText(std::string_view text);
+// Durations are parsed by tailguard::ParseDurationText (common/duration.h).
+using ::tailguard::ParseDurationText;
 
 // A threshold as written in a rule file.
 struct ParsedThreshold {

@@ -200,39 +200,6 @@ std::optional<ConfigIssue> CheckRule(const AlertConfig& c, const AlertRule& r,
 
 }  // namespace
 
-std::optional<Duration> ParseDurationText(std::string_view text) {
-  if (text == "0") return Duration::zero();
-  if (text.empty()) return std::nullopt;
-  static constexpr std::pair<std::string_view, double> kUnits[] = {
-      {"ns", 1},   {"us", 1e3},   {"ms", 1e6},    {"s", 1e9},
-      {"m", 60e9}, {"h", 3600e9}, {"d", 86400e9}, {"w", 604800e9},
-  };
-  double total_ns = 0;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t start = pos;
-    while (pos < text.size() && ((text[pos] >= '0' && text[pos] <= '9') || text[pos] == '.')) {
-      ++pos;
-    }
-    if (pos == start) return std::nullopt;
-    std::optional<double> n = ParseNumber(text.substr(start, pos - start));
-    if (!n) return std::nullopt;
-    size_t unit_start = pos;
-    while (pos < text.size() && text[pos] >= 'a' && text[pos] <= 'z') ++pos;
-    std::string_view unit = text.substr(unit_start, pos - unit_start);
-    bool found = false;
-    for (const auto& [name, ns] : kUnits) {
-      if (unit == name) {
-        total_ns += *n * ns;
-        found = true;
-      }
-    }
-    if (!found) return std::nullopt;
-  }
-  if (!(total_ns < 100 * 365 * 86400e9)) return std::nullopt;
-  return Duration(static_cast<int64_t>(std::llround(total_ns)));
-}
-
 std::optional<ParsedThreshold> ParseThresholdText(std::string_view text) {
   while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
   while (!text.empty() && text.back() == ' ') text.remove_suffix(1);

@@ -13,31 +13,10 @@ constexpr double kDefaultBuckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.
                                       0.01,   0.025,   0.05,   0.1,   0.25,   0.5,
                                       1,      2.5,     5,      10,    25,     60};
 
-void AppendEscaped(std::string& out, std::string_view v) {
-  for (char c : v) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '"') {
-      out += "\\\"";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out.push_back(c);
-    }
-  }
-}
-
-// `{a="x",b="y"` without the closing brace, so `le` can follow.
-std::string OpenLabels(const Labels& labels) {
-  std::string s = "{";
-  for (const auto& [k, v] : labels) {
-    if (s.size() > 1) s.push_back(',');
-    s += k;
-    s += "=\"";
-    AppendEscaped(s, v);
-    s.push_back('"');
-  }
-  return s;
+// `{a="x",b="y"` without the closing brace, so `le` can follow: the series key (which the
+// registry already builds sorted and escaped, Prometheus style) without name and brace.
+std::string OpenLabels(const Series& s) {
+  return s.key().substr(s.name().size(), s.key().size() - s.name().size() - 1);
 }
 
 // Shortest round-trip text of a double, as Prometheus prints floats.
@@ -69,7 +48,7 @@ void AppendPrometheusText(const Registry& registry, std::span<const double> le_s
     out += "# TYPE " + name + " histogram\n";
     for (const Series* s : series) {
       const Histogram h = s->Cumulative();
-      const std::string labels = OpenLabels(s->labels());
+      const std::string labels = OpenLabels(*s);
       const std::string sep = s->labels().empty() ? "" : ",";
       // Walk buckets and boundaries together: each bucket counts under the first boundary at
       // or above its upper edge.
