@@ -18,6 +18,8 @@ void AddSelftestRecord(CLI::App& app, Action& action);
 void AddReplay(CLI::App& app, Action& action);
 // `backtest`: score detectors and rules against labelled incident windows (backtest.cc).
 void AddBacktest(CLI::App& app, Action& action);
+// `serve`: the gateway (serve.cc).
+void AddServe(CLI::App& app, Action& action);
 
 }  // namespace tailguard::cli
 

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   tailguard::cli::AddSelftestRecord(app, action);
   tailguard::cli::AddReplay(app, action);
   tailguard::cli::AddBacktest(app, action);
+  tailguard::cli::AddServe(app, action);
 
   try {
     app.parse(argc, argv);

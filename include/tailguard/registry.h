@@ -100,9 +100,11 @@ class RequestMetrics {
   const Clock& clock() const { return clock_; }
 
   // Records a finished request measured by the caller: every stage with a non-zero duration
-  // (kTotal is required), then offers it to the sampler. Wait-free unless the request is kept.
-  // With expected_interval_ns > 0 (a client that sends every expected_interval_ns), the total
-  // is recorded with coordinated-omission correction (Histogram::RecordCorrected).
+  // (kTotal is required) except kInterToken (whose gaps the caller records into
+  // stage(Stage::kInterToken) one by one), then offers it to the sampler. Wait-free unless the
+  // request is kept. With expected_interval_ns > 0 (a client that sends every
+  // expected_interval_ns), the total is recorded with coordinated-omission correction
+  // (Histogram::RecordCorrected).
   SampleDecision RecordRequest(const RequestRecord& r, uint64_t expected_interval_ns = 0);
 
   // Wall-clock time of a monotonic instant, from an offset taken when this object was made.
@@ -150,6 +152,10 @@ class RequestTimer {
   // Marks the first streamed token now: kFirstToken is the time since the start. Does not move
   // the stage boundary.
   void FirstToken();
+  // Marks a streamed token now. The first call marks the first token (as FirstToken()); each
+  // later one records the gap since the previous token into the kInterToken series at once and
+  // keeps the longest gap in the request's record.
+  void Token();
 
   void set_input_size(uint64_t n) { record_.input_size = n; }
   void set_status(int status, bool failed) {
@@ -173,6 +179,8 @@ class RequestTimer {
   MonoTime last_;
   RequestRecord record_;
   uint64_t expected_interval_ns_ = 0;
+  MonoTime last_token_{};
+  bool have_token_ = false;
   bool finished_ = false;
 };
 

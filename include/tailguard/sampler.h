@@ -22,10 +22,16 @@ enum class Stage : uint8_t {
   kInference,
   kPostprocess,
   kFirstToken,  // time from the start of the request to the first streamed token
+  // Between two streamed tokens. The series holds every gap; a RequestRecord holds the longest
+  // gap of the request (RequestTimer::Token() records both).
+  kInterToken,
+  kUpstream,  // a gateway's wait for the upstream server: request sent to response received
+  kGateway,   // a gateway's own share of the request: total minus upstream
 };
-inline constexpr int kStageCount = 6;
+inline constexpr int kStageCount = 9;
 
-// "total", "feature_fetch", "preprocess", "inference", "postprocess", "first_token".
+// "total", "feature_fetch", "preprocess", "inference", "postprocess", "first_token",
+// "inter_token", "upstream", "gateway".
 std::string_view StageName(Stage s);
 
 // One request, as the sampler keeps it. Fixed size: copying it never allocates.
@@ -65,7 +71,7 @@ struct SamplerOptions {
   // falls smoothly (a straight line in log-log: a power law through both ends).
   double high_rate_fraction = 0.01;
   // Most records held until drained; the oldest is evicted beyond it. Allocated up front, about
-  // 120 bytes a record. Default 1024.
+  // 140 bytes a record. Default 1024.
   size_t capacity = 1024;
 };
 

@@ -1,52 +1,23 @@
 // The rule file parser: YAML to AlertConfig, every error as "file:line: field.path: problem".
 #include <yaml-cpp/yaml.h>
 
-#include <charconv>
 #include <fstream>
-#include <map>
 #include <sstream>
 
 #include "absl/time/time.h"
 #include "alert/config_internal.h"
 #include "alert/schedule.h"
 #include "common/strings.h"
+#include "common/yaml_fields.h"
 
 namespace tailguard {
 namespace {
 
 using alert_internal::ConfigIssue;
 
-// A parse error; thrown inside the parser only and turned into a Status at its entry point.
-struct Failure {
-  YAML::Mark mark;
-  std::string path;
-  std::string message;
-};
-
-// A node with where it is: its field path and the line of its key (or of itself in a list).
-struct Item {
-  std::string path;
-  YAML::Mark mark;
-  YAML::Node node;
-  std::string key;  // for map fields
-};
-
-// The fields of one map, checked against the known names.
-struct MapItem {
-  std::string path;
-  YAML::Mark mark;
-  std::vector<Item> fields;
-
-  const Item* Get(std::string_view key) const {
-    for (const Item& f : fields) {
-      if (f.key == key) return &f;
-    }
-    return nullptr;
-  }
-  std::string PathOf(std::string_view key) const {
-    return path.empty() ? std::string(key) : Cat(path, '.', key);
-  }
-};
+using Failure = YamlFailure;
+using Item = YamlItem;
+using MapItem = YamlMap;
 
 // Debounce fields as written; unset ones come from `defaults:` and then the built-ins.
 struct DebounceSpec {
@@ -71,21 +42,12 @@ DebounceOptions Merge(const DebounceSpec& rule, const DebounceSpec& defaults) {
   return o;
 }
 
-std::string JoinNames(std::initializer_list<std::string_view> names) {
-  std::string out;
-  for (std::string_view n : names) {
-    if (!out.empty()) out += ", ";
-    out += n;
-  }
-  return out;
-}
-
 std::string DefaultSeverity(size_t tier) {
   static const char* const kNames[] = {"warning", "critical", "emergency"};
   return kNames[std::min<size_t>(tier, 2)];
 }
 
-class Parser {
+class Parser : public YamlWalker {
  public:
   AlertConfig Parse(const YAML::Node& root);
 
@@ -100,114 +62,14 @@ class Parser {
         break;
       }
     }
-    for (std::string prefix = path;;) {
-      auto it = marks_.find(prefix);
-      if (it != marks_.end()) return {it->second, path, issue.message};
-      const size_t cut = prefix.find_last_of(".[");
-      if (cut == std::string::npos || cut == 0) break;
-      prefix.resize(cut);
-    }
-    return {YAML::Mark(), path, issue.message};
+    return {MarkOf(path), path, issue.message};
   }
 
  private:
-  [[noreturn]] static void Fail(const Item& at, std::string message) {
-    throw Failure{at.mark, at.path, std::move(message)};
-  }
-  [[noreturn]] static void Fail(const YAML::Mark& mark, std::string path, std::string message) {
-    throw Failure{mark, std::move(path), std::move(message)};
-  }
-
-  static YAML::Mark MarkOr(const YAML::Node& node, const YAML::Mark& fallback) {
-    const YAML::Mark m = node.Mark();
-    return m.is_null() || m.line < 0 ? fallback : m;
-  }
-
-  void Note(const std::string& path, const YAML::Mark& mark) { marks_[path] = mark; }
-
   // Paths the validator reports under `from` were written under `to`, e.g. the one tier made
   // from a rule's `above` field.
   void Alias(std::string from, std::string to) {
     aliases_.emplace_back(std::move(from), std::move(to));
-  }
-
-  MapItem Map(const Item& at, std::initializer_list<std::string_view> known) {
-    MapItem m{at.path, at.mark, {}};
-    if (at.node.IsNull()) return m;
-    if (!at.node.IsMap()) Fail(at, Cat("expected a map with fields ", JoinNames(known)));
-    for (const auto& kv : at.node) {
-      const YAML::Node& k = kv.first;
-      const YAML::Mark km = MarkOr(k, at.mark);
-      if (!k.IsScalar()) Fail(km, at.path, "field names must be strings");
-      Item f{m.PathOf(k.Scalar()), km, kv.second, k.Scalar()};
-      if (std::find(known.begin(), known.end(), f.key) == known.end()) {
-        Fail(f, Cat("unknown field (expected one of: ", JoinNames(known), ")"));
-      }
-      if (m.Get(f.key) != nullptr) Fail(f, "appears twice");
-      Note(f.path, f.mark);
-      m.fields.push_back(std::move(f));
-    }
-    return m;
-  }
-
-  std::vector<Item> List(const Item& at) {
-    std::vector<Item> out;
-    if (at.node.IsNull()) return out;
-    if (!at.node.IsSequence()) Fail(at, "expected a list");
-    size_t i = 0;
-    for (const YAML::Node& node : at.node) {
-      Item e{Cat(at.path, '[', i++, ']'), MarkOr(node, at.mark), node, ""};
-      Note(e.path, e.mark);
-      out.push_back(std::move(e));
-    }
-    return out;
-  }
-
-  static std::string Str(const Item& at) {
-    if (!at.node.IsScalar()) Fail(at, "expected a string");
-    return at.node.Scalar();
-  }
-
-  static std::string Name(const Item& at) {
-    std::string s = Str(at);
-    if (s.empty()) Fail(at, "must not be empty");
-    return s;
-  }
-
-  // A string or a list of strings.
-  std::vector<std::string> Names(const Item& at) {
-    if (at.node.IsScalar()) return {Name(at)};
-    std::vector<std::string> out;
-    for (const Item& e : List(at)) out.push_back(Name(e));
-    return out;
-  }
-
-  Labels StringMap(const Item& at) {
-    Labels out;
-    if (at.node.IsNull()) return out;
-    if (!at.node.IsMap()) Fail(at, "expected a map of strings");
-    for (const auto& kv : at.node) {
-      const YAML::Mark km = MarkOr(kv.first, at.mark);
-      if (!kv.first.IsScalar()) Fail(km, at.path, "field names must be strings");
-      Item f{Cat(at.path, '.', kv.first.Scalar()), km, kv.second, kv.first.Scalar()};
-      Note(f.path, f.mark);
-      for (const auto& [name, value] : out) {
-        if (name == f.key) Fail(f, "appears twice");
-      }
-      out.emplace_back(f.key, Str(f));
-    }
-    return out;
-  }
-
-  static int Int(const Item& at, int min) {
-    const std::string s = Str(at);
-    int v = 0;
-    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc() || ptr != s.data() + s.size()) {
-      Fail(at, Cat("expected a whole number, got \"", s, "\""));
-    }
-    if (v < min) Fail(at, Cat("must be at least ", min));
-    return v;
   }
 
   static double Number(const Item& at) {
@@ -217,13 +79,6 @@ class Parser {
       Fail(at, Cat("expected a number, got \"", s, "\""));
     }
     return t->threshold.value;
-  }
-
-  static Duration Dur(const Item& at) {
-    const std::string s = Str(at);
-    std::optional<Duration> d = alert_internal::ParseDurationText(s);
-    if (!d) Fail(at, Cat("expected a duration like \"30s\", \"5m\" or \"1h30m\", got \"", s, "\""));
-    return *d;
   }
 
   static Threshold ParseThreshold(const Item& at, Statistic stat) {
@@ -509,7 +364,6 @@ class Parser {
     return t;
   }
 
-  std::map<std::string, YAML::Mark> marks_;
   std::vector<std::pair<std::string, std::string>> aliases_;
   absl::TimeZone zone_ = absl::UTCTimeZone();
   std::vector<AlertTier> default_tiers_ = DefaultAlertTiers();
@@ -518,8 +372,8 @@ class Parser {
 
 AlertConfig Parser::Parse(const YAML::Node& root) {
   AlertConfig c;
-  MapItem top = Map({"", YAML::Mark(), root, ""}, {"timezone", "stale_after", "route", "receivers",
-                                                   "defaults", "schedules", "rules"});
+  MapItem top = Map(Root(root), {"timezone", "stale_after", "route", "receivers", "defaults",
+                                 "schedules", "rules"});
   if (const Item* f = top.Get("stale_after")) c.stale_after = Dur(*f);
   if (const Item* f = top.Get("timezone")) {
     c.time_zone = Str(*f);
@@ -561,12 +415,7 @@ AlertConfig Parser::Parse(const YAML::Node& root) {
 }  // namespace
 
 absl::StatusOr<AlertConfig> ParseAlertConfig(std::string_view yaml, std::string_view file_name) {
-  const auto format = [&](const Failure& f) {
-    const int line = f.mark.is_null() || f.mark.line < 0 ? 1 : f.mark.line + 1;
-    return absl::InvalidArgumentError(
-        f.path.empty() ? Cat(file_name, ':', line, ": ", f.message)
-                       : Cat(file_name, ':', line, ": ", f.path, ": ", f.message));
-  };
+  const auto format = [&](const Failure& f) { return YamlErrorStatus(file_name, f); };
   Parser parser;
   AlertConfig config;
   try {

@@ -1,6 +1,7 @@
 // Prometheus text exposition of the registry.
 #include "metrics/exposition.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -22,6 +23,12 @@ std::string OpenLabels(const Series& s) {
 // Shortest round-trip text of a double, as Prometheus prints floats.
 std::string Number(double v) {
   char buf[32];
+  // Plain decimals where they are short ("0.00025", "10", "60"), as Go's 'g' format writes
+  // them for Prometheus; exponents only for the very small and the very large.
+  if (v != 0 && std::fabs(v) >= 1e-4 && std::fabs(v) < 1e15) {
+    const auto r = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::fixed);
+    if (r.ec == std::errc()) return std::string(buf, r.ptr);
+  }
   std::snprintf(buf, sizeof(buf), "%.17g", v);
   // Try shorter forms that read back the same.
   for (int precision = 1; precision < 17; ++precision) {
@@ -39,15 +46,19 @@ std::span<const double> DefaultExpositionBuckets() { return kDefaultBuckets; }
 void AppendPrometheusText(const Registry& registry, std::span<const double> le_seconds,
                           std::string& out) {
   // Group by metric name, keeping AllSeries()' key order inside each.
-  std::map<std::string, std::vector<Series*>> by_name;
-  for (Series* s : registry.AllSeries()) by_name[s->name()].push_back(s);
+  std::map<std::string, std::vector<std::pair<Series*, Histogram>>> by_name;
+  for (Series* s : registry.AllSeries()) {
+    Histogram h = s->Cumulative();
+    // A series appears with its first collected value, as Prometheus clients do for labelled
+    // series: a route's stages that never happen (streaming, say) add no empty histograms.
+    if (!h.empty()) by_name[s->name()].emplace_back(s, std::move(h));
+  }
   std::vector<std::string> le_text;
   for (double le : le_seconds) le_text.push_back(Number(le));
   for (const auto& [name, series] : by_name) {
     out += "# HELP " + name + " Latency histogram recorded by tailguard, in seconds.\n";
     out += "# TYPE " + name + " histogram\n";
-    for (const Series* s : series) {
-      const Histogram h = s->Cumulative();
+    for (const auto& [s, h] : series) {
       const std::string labels = OpenLabels(*s);
       const std::string sep = s->labels().empty() ? "" : ",";
       // Walk buckets and boundaries together: each bucket counts under the first boundary at

@@ -17,7 +17,7 @@ std::span<const double> DefaultExpositionBuckets();
 // Appends every series of `registry` to `out` as Prometheus histograms: for each metric name
 // one `# HELP` and one `# TYPE <name> histogram` line, then per series (sorted by key) the
 // cumulative `<name>_bucket{...,le="..."}` lines ending with le="+Inf", `<name>_sum` in seconds
-// and `<name>_count`. Values come from each series' cumulative histogram (what collections have
+// and `<name>_count`. Series with nothing collected yet are left out. Values come from each series' cumulative histogram (what collections have
 // moved in), so counters never go down. A value is counted under the first boundary at or above
 // its bucket's upper edge, so a count can sit one 1 % bucket higher than the exact value.
 // REQUIRES: `le_seconds` ascending and positive.

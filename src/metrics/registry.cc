@@ -127,6 +127,9 @@ SampleDecision RequestMetrics::RecordRequest(const RequestRecord& r,
     stages_[0]->RecordCorrected(r.stage_ns[0], expected_interval_ns);
   }
   for (size_t i = 1; i < kStageCount; ++i) {
+    // Token gaps went into their series one by one (RequestTimer::Token()); the record holds
+    // only the longest.
+    if (i == static_cast<size_t>(Stage::kInterToken)) continue;
     if (r.stage_ns[i] != 0) stages_[i]->Record(r.stage_ns[i]);
   }
   return sampler_.Offer(r);
@@ -164,6 +167,21 @@ void RequestTimer::FirstToken() {
   const MonoTime now = metrics_.clock().MonotonicNow();
   record_.stage_ns[static_cast<size_t>(Stage::kFirstToken)] =
       static_cast<uint64_t>((now - start_).count());
+}
+
+void RequestTimer::Token() {
+  const MonoTime now = metrics_.clock().MonotonicNow();
+  if (!have_token_) {
+    have_token_ = true;
+    record_.stage_ns[static_cast<size_t>(Stage::kFirstToken)] =
+        static_cast<uint64_t>((now - start_).count());
+  } else {
+    const uint64_t gap = static_cast<uint64_t>((now - last_token_).count());
+    metrics_.stage(Stage::kInterToken).Record(gap);
+    uint64_t& longest = record_.stage_ns[static_cast<size_t>(Stage::kInterToken)];
+    longest = std::max(longest, gap);
+  }
+  last_token_ = now;
 }
 
 SampleDecision RequestTimer::Finish() {

@@ -39,6 +39,12 @@ std::string_view StageName(Stage s) {
       return "postprocess";
     case Stage::kFirstToken:
       return "first_token";
+    case Stage::kInterToken:
+      return "inter_token";
+    case Stage::kUpstream:
+      return "upstream";
+    case Stage::kGateway:
+      return "gateway";
   }
   return "unknown";
 }

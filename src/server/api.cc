@@ -1,0 +1,517 @@
+// /metrics, health and the JSON API.
+#include "server/api.h"
+
+#include <charconv>
+#include <cmath>
+
+#include "alert/selector.h"
+#include "collect/procfs.h"
+#include "common/duration.h"
+#include "common/strings.h"
+#include "metrics/exposition.h"
+#include "nlohmann/json.hpp"
+#include "server/otlp.h"
+#include "tailguard/series_io.h"
+
+namespace tailguard::server {
+namespace {
+
+using nlohmann::json;
+
+// A double as JSON: null for NaN and infinities (JSON has neither).
+json Num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+json LabelsJson(const Labels& labels) {
+  json out = json::object();
+  for (const auto& [k, v] : labels) out[k] = v;
+  return out;
+}
+
+std::string TimeText(WallTime t) {
+  // RFC 3339 with milliseconds, UTC.
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch());
+  std::string s = FormatTimestamp(t);  // "YYYY-MM-DD HH:MM:SS"
+  s[10] = 'T';
+  char frac[8];
+  std::snprintf(frac, sizeof(frac), ".%03lldZ", static_cast<long long>(ms.count() % 1000));
+  return s + frac;
+}
+
+// The value of `key` in a query string ("a=1&b=2"), percent-decoded; nullopt when absent.
+std::optional<std::string> QueryParam(std::string_view query, std::string_view key) {
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    const size_t eq = pair.find('=');
+    if (pair.substr(0, eq) != key) continue;
+    const std::string_view raw = eq == std::string_view::npos ? "" : pair.substr(eq + 1);
+    std::string out;
+    for (size_t i = 0; i < raw.size(); ++i) {
+      if (raw[i] == '+') {
+        out.push_back(' ');
+      } else if (raw[i] == '%' && i + 2 < raw.size()) {
+        int v = 0;
+        const auto r = std::from_chars(raw.data() + i + 1, raw.data() + i + 3, v, 16);
+        if (r.ec == std::errc() && r.ptr == raw.data() + i + 3) {
+          out.push_back(static_cast<char>(v));
+          i += 2;
+        } else {
+          out.push_back('%');
+        }
+      } else {
+        out.push_back(raw[i]);
+      }
+    }
+    return out;
+  }
+  return std::nullopt;
+}
+
+ApiResponse Error(int status, std::string_view code, std::string_view message) {
+  return {status, "application/json", ErrorJson(code, message)};
+}
+
+ApiResponse Json(const json& j) { return {200, "application/json", j.dump()}; }
+
+// A positive integer query parameter with a default and a ceiling.
+absl::StatusOr<size_t> Limit(std::string_view query, size_t default_value, size_t max) {
+  const std::optional<std::string> text = QueryParam(query, "limit");
+  if (!text) return default_value;
+  size_t v = 0;
+  const auto r = std::from_chars(text->data(), text->data() + text->size(), v);
+  if (r.ec != std::errc() || r.ptr != text->data() + text->size() || v == 0) {
+    return absl::InvalidArgumentError(
+        Cat("limit: expected a positive integer, got \"", *text, "\""));
+  }
+  return std::min(v, max);
+}
+
+// A time: RFC 3339, Unix seconds, "now", or "now-1h" / "-1h" relative to now.
+absl::StatusOr<WallTime> ParseTime(std::string_view text, WallTime now) {
+  if (text == "now") return now;
+  std::string_view rel = text;
+  if (rel.starts_with("now")) rel.remove_prefix(3);
+  if (rel.starts_with("-")) {
+    std::optional<Duration> d = ParseDurationText(rel.substr(1));
+    if (d) return now - *d;
+  }
+  return ParseTimestamp(text);
+}
+
+// Writes metric families in Prometheus text 0.0.4 or OpenMetrics 1.0.
+class Page {
+ public:
+  Page(std::string& out, bool openmetrics) : out_(out), om_(openmetrics) {}
+
+  // Counters are named without "_total"; samples get it.
+  void Counter(std::string_view name, std::string_view help) {
+    Header(om_ ? std::string(name) : Cat(name, "_total"), "counter", help);
+    sample_ = Cat(name, "_total");
+  }
+  void Gauge(std::string_view name, std::string_view help) {
+    Header(std::string(name), "gauge", help);
+    sample_ = std::string(name);
+  }
+  void Sample(const Labels& labels, double value) {
+    out_ += sample_;
+    if (!labels.empty()) out_ += alert_internal::FormatLabelSet(labels);
+    out_ += ' ';
+    if (std::isnan(value)) {
+      out_ += "NaN";
+    } else if (value == std::floor(value) && std::fabs(value) < 1e15) {
+      out_ += std::to_string(static_cast<int64_t>(value));
+    } else {
+      char buf[32];
+      std::snprintf(buf, sizeof(buf), "%.17g", value);
+      out_ += buf;
+    }
+    out_ += '\n';
+  }
+
+ private:
+  void Header(const std::string& family, std::string_view type, std::string_view help) {
+    out_ += Cat("# HELP ", family, " ", help, "\n# TYPE ", family, " ", type, "\n");
+  }
+
+  std::string& out_;
+  const bool om_;
+  std::string sample_;
+};
+
+Labels RouteLabelsOf(const RequestMetrics& m) {
+  return {
+      {"model", m.labels().model}, {"route", m.labels().route}, {"version", m.labels().version}};
+}
+
+}  // namespace
+
+std::string ErrorJson(std::string_view code, std::string_view message) {
+  return json{{"error", {{"code", code}, {"message", message}}}}.dump();
+}
+
+bool Api::Handles(std::string_view path) {
+  return path == "/metrics" || path == "/healthz" || path == "/readyz" || path == "/api" ||
+         path.starts_with("/api/");
+}
+
+ApiResponse Api::Handle(const ApiRequest& request) const {
+  std::string_view path = request.target;
+  std::string_view query;
+  if (const size_t q = path.find('?'); q != std::string_view::npos) {
+    query = path.substr(q + 1);
+    path = path.substr(0, q);
+  }
+  if (request.method != "GET" && request.method != "HEAD") {
+    return Error(
+        405, "method_not_allowed",
+        Cat(request.method, " is not allowed on ", path, "; the API is read-only: use GET"));
+  }
+  if (path == "/healthz") return Json({{"status", "ok"}});
+  if (path == "/readyz") return Ready();
+  if (path == "/metrics") {
+    const bool om = request.accept.find("application/openmetrics-text") != std::string_view::npos;
+    return {200,
+            om ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
+               : "text/plain; version=0.0.4; charset=utf-8",
+            Metrics(om)};
+  }
+  if (path == "/api/v1/series") return Series(query);
+  if (path.starts_with("/api/v1/series/")) {
+    std::string_view rest = path.substr(std::string_view("/api/v1/series/").size());
+    const size_t slash = rest.find('/');
+    if (slash != std::string_view::npos && rest.substr(slash) == "/history") {
+      return History(rest.substr(0, slash), query);
+    }
+  }
+  if (path == "/api/v1/alerts") return Alerts();
+  if (path == "/api/v1/events") return Events(query);
+  if (path == "/api/v1/samples") return Samples(query);
+  return Error(404, "not_found",
+               Cat("no API endpoint ", path,
+                   "; see /api/v1/series, /api/v1/series/{id}/history, /api/v1/alerts, "
+                   "/api/v1/events, /api/v1/samples, /metrics, /healthz, /readyz"));
+}
+
+ApiResponse Api::Ready() const {
+  json upstreams = json::array();
+  const MonoTime now = std::chrono::steady_clock::now();
+  size_t up = 0;
+  for (const UpstreamState* u : s_.upstreams) {
+    const bool ok = u->Available(now);
+    up += ok ? 1 : 0;
+    upstreams.push_back({{"upstream", u->address()}, {"up", ok}});
+  }
+  const bool ready = s_.ready ? s_.ready() : true;
+  json body{{"status", ready ? "ready" : "not_ready"}, {"upstreams", upstreams}};
+  return {ready ? 200 : 503, "application/json", body.dump()};
+}
+
+ApiResponse Api::Series(std::string_view query) const {
+  json out = json::array();
+  const bool all = QueryParam(query, "all") == "1";
+  for (const SeriesSnapshot& s : s_.loop->Snapshot()) {
+    // A stage that never happened on a route (no streaming, no Server-Timing) is not shown.
+    if (!all && s.count == 0 && s.series->Cumulative().empty()) continue;
+    out.push_back({{"id", s.id},
+                   {"key", s.series->key()},
+                   {"metric", s.series->name()},
+                   {"labels", LabelsJson(s.series->labels())},
+                   {"count", s.count},
+                   {"rate", Num(s.rate)},
+                   {"p50", Num(s.p50)},
+                   {"p90", Num(s.p90)},
+                   {"p99", Num(s.p99)},
+                   {"p999", Num(s.p999)},
+                   {"mean", Num(s.mean)},
+                   {"max", Num(s.max)},
+                   {"error_ratio", Num(s.error_ratio)},
+                   {"anomaly_score", Num(s.anomaly_score)},
+                   {"baseline_p99", Num(s.baseline_p99)},
+                   {"alert_state", AlertStateName(s.alert_state)},
+                   {"severity", s.severity}});
+    // Everything since start, for comparing with Prometheus' histogram_quantile over the
+    // exported counters.
+    if (QueryParam(query, "cumulative") == "1") {
+      const Histogram h = s.series->Cumulative();
+      out.back()["cumulative"] = {
+          {"count", h.count()},
+          {"p50", h.empty() ? json(nullptr) : json(static_cast<double>(h.Quantile(0.5)) * 1e-9)},
+          {"p99", h.empty() ? json(nullptr) : json(static_cast<double>(h.Quantile(0.99)) * 1e-9)}};
+    }
+  }
+  return Json({{"window_seconds", 10}, {"series", out}});
+}
+
+ApiResponse Api::History(std::string_view id, std::string_view query) const {
+  const WallTime now = s_.registry->Now();
+  WallTime from = now - std::chrono::hours(1), to = now;
+  Duration step = std::chrono::seconds(10);
+  if (auto v = QueryParam(query, "from")) {
+    absl::StatusOr<WallTime> t = ParseTime(*v, now);
+    if (!t.ok()) return Error(400, "bad_request", Cat("from: ", std::string(t.status().message())));
+    from = *t;
+  }
+  if (auto v = QueryParam(query, "to")) {
+    absl::StatusOr<WallTime> t = ParseTime(*v, now);
+    if (!t.ok()) return Error(400, "bad_request", Cat("to: ", std::string(t.status().message())));
+    to = *t;
+  }
+  if (auto v = QueryParam(query, "step")) {
+    std::optional<Duration> d = ParseDurationText(*v);
+    if (!d) {
+      double seconds = 0;
+      const auto r = std::from_chars(v->data(), v->data() + v->size(), seconds);
+      if (r.ec == std::errc() && r.ptr == v->data() + v->size() && seconds > 0) {
+        d = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(seconds));
+      }
+    }
+    if (!d || *d <= Duration::zero()) {
+      return Error(400, "bad_request",
+                   Cat("step: expected a duration like \"10s\" or seconds, got \"", *v, "\""));
+    }
+    step = *d;
+  }
+  absl::StatusOr<std::vector<HistoryPoint>> points = s_.loop->History(id, from, to, step);
+  if (!points.ok()) {
+    const bool missing = absl::IsNotFound(points.status());
+    return Error(missing ? 404 : 400, missing ? "not_found" : "bad_request",
+                 std::string(points.status().message()));
+  }
+  json out = json::array();
+  for (const HistoryPoint& p : *points) {
+    out.push_back({{"time", TimeText(p.time)},
+                   {"count", p.count},
+                   {"p50", Num(p.p50)},
+                   {"p90", Num(p.p90)},
+                   {"p99", Num(p.p99)},
+                   {"p999", Num(p.p999)},
+                   {"mean", Num(p.mean)},
+                   {"max", Num(p.max)},
+                   {"anomaly_score", Num(p.anomaly_score)},
+                   {"baseline_p99", Num(p.baseline_p99)}});
+  }
+  return Json({{"id", id},
+               {"from", TimeText(from)},
+               {"to", TimeText(to)},
+               {"step_seconds", std::chrono::duration<double>(step).count()},
+               {"points", out}});
+}
+
+ApiResponse Api::Alerts() const {
+  json out = json::array();
+  for (const ActiveAlert& a : s_.loop->ActiveAlerts()) {
+    out.push_back({{"rule", a.rule},
+                   {"series", a.series},
+                   {"series_id", LiveLoop::SeriesId(a.series)},
+                   {"state", AlertStateName(a.state)},
+                   {"tier", a.tier},
+                   {"severity", a.severity},
+                   {"since", TimeText(a.since)},
+                   {"value", Num(a.value)},
+                   {"threshold", Num(a.threshold)}});
+  }
+  return Json({{"alerts", out}});
+}
+
+ApiResponse Api::Events(std::string_view query) const {
+  absl::StatusOr<size_t> limit = Limit(query, 100, 10000);
+  if (!limit.ok()) return Error(400, "bad_request", std::string(limit.status().message()));
+  uint64_t after = 0;
+  if (auto v = QueryParam(query, "after")) {
+    const auto r = std::from_chars(v->data(), v->data() + v->size(), after);
+    if (r.ec != std::errc() || r.ptr != v->data() + v->size()) {
+      return Error(400, "bad_request", Cat("after: expected an event id, got \"", *v, "\""));
+    }
+  }
+  json out = json::array();
+  for (const TimelineEvent& e : s_.loop->Events(after, *limit)) {
+    json j{{"id", e.id},
+           {"time", TimeText(e.time)},
+           {"type", e.type},
+           {"kind", e.kind},
+           {"message", e.message}};
+    if (!e.rule.empty()) j["rule"] = e.rule;
+    if (!e.series.empty()) {
+      j["series"] = e.series;
+      j["series_id"] = LiveLoop::SeriesId(e.series);
+    }
+    if (!e.severity.empty()) j["severity"] = e.severity;
+    if (!e.receiver.empty()) j["receiver"] = e.receiver;
+    if (!std::isnan(e.value)) j["value"] = Num(e.value);
+    if (!std::isnan(e.threshold)) j["threshold"] = Num(e.threshold);
+    if (!std::isnan(e.baseline_p99)) j["baseline_p99"] = Num(e.baseline_p99);
+    out.push_back(std::move(j));
+  }
+  return Json({{"events", out}});
+}
+
+ApiResponse Api::Samples(std::string_view query) const {
+  absl::StatusOr<size_t> limit = Limit(query, 20, 1000);
+  if (!limit.ok()) return Error(400, "bad_request", std::string(limit.status().message()));
+  Duration within = std::chrono::minutes(10);
+  if (auto v = QueryParam(query, "within")) {
+    std::optional<Duration> d = ParseDurationText(*v);
+    if (!d || *d <= Duration::zero()) {
+      return Error(400, "bad_request",
+                   Cat("within: expected a duration like \"5m\", got \"", *v, "\""));
+    }
+    within = *d;
+  }
+  const std::optional<std::string> route = QueryParam(query, "route");
+  json out = json::array();
+  for (const SampleView& s : s_.loop->SlowestSamples(within, route ? 10000 : *limit)) {
+    if (route && s.route.route != *route) continue;
+    if (out.size() >= *limit) break;
+    const RequestRecord& r = s.sample.record;
+    json stages = json::object();
+    for (int i = 1; i < kStageCount; ++i) {
+      if (r.stage_ns[i] != 0) {
+        stages[std::string(StageName(static_cast<Stage>(i)))] =
+            static_cast<double>(r.stage_ns[i]) * 1e-9;
+      }
+    }
+    static constexpr const char* kReasons[] = {"rate", "slow", "failed"};
+    out.push_back({{"start", TimeText(r.start)},
+                   {"model", s.route.model},
+                   {"version", s.route.version},
+                   {"route", s.route.route},
+                   {"total", static_cast<double>(r.total_ns()) * 1e-9},
+                   {"stages", stages},
+                   {"status", r.status},
+                   {"failed", r.failed},
+                   {"input_size", r.input_size},
+                   {"trace_id", std::string(r.trace())},
+                   {"reason", kReasons[static_cast<int>(s.sample.reason)]}});
+  }
+  return Json({{"samples", out}});
+}
+
+std::string Api::Metrics(bool om) const {
+  std::string out;
+  out.reserve(64 * 1024);
+  AppendPrometheusText(*s_.registry, DefaultExpositionBuckets(), out);
+  Page page(out, om);
+
+  const std::vector<RouteCounters*> routes =
+      s_.routes != nullptr ? s_.routes->All() : std::vector<RouteCounters*>{};
+  page.Counter("tailguard_requests", "Requests answered, by route and HTTP status code.");
+  for (const RouteCounters* r : routes) {
+    for (size_t code = 0; code < r->by_code.size(); ++code) {
+      const uint64_t n = Load(r->by_code[code]);
+      if (n == 0) continue;
+      Labels l = RouteLabelsOf(*r->metrics);
+      l.emplace_back("code", code == 0 ? "none" : std::to_string(code));
+      std::sort(l.begin(), l.end());
+      page.Sample(l, static_cast<double>(n));
+    }
+  }
+  auto per_route = [&](std::string_view name, std::string_view help,
+                       const std::atomic<uint64_t> RouteCounters::*field) {
+    page.Counter(name, help);
+    for (const RouteCounters* r : routes) {
+      page.Sample(RouteLabelsOf(*r->metrics), static_cast<double>(Load(r->*field)));
+    }
+  };
+  per_route("tailguard_request_failures",
+            "Requests that failed: 5xx answers, upstream errors and broken streams.",
+            &RouteCounters::failed);
+  per_route("tailguard_request_bytes", "Request body bytes received from clients.",
+            &RouteCounters::request_bytes);
+  per_route("tailguard_response_bytes", "Response body bytes sent to clients.",
+            &RouteCounters::response_bytes);
+  per_route("tailguard_request_input_size",
+            "Sum of request input sizes: KServe v2 tensor elements, OpenAI prompt characters.",
+            &RouteCounters::input_size_sum);
+  per_route("tailguard_streamed_tokens", "Server-sent events relayed on streamed responses.",
+            &RouteCounters::streamed_tokens);
+
+  page.Counter("tailguard_sampler_kept", "Requests kept by the request sampler.");
+  for (const RouteCounters* r : routes) {
+    page.Sample(RouteLabelsOf(*r->metrics), static_cast<double>(r->metrics->sampler().kept()));
+  }
+  page.Counter("tailguard_sampler_dropped",
+               "Sampled requests not kept: the buffer was busy (reason=busy) or full (evicted).");
+  for (const RouteCounters* r : routes) {
+    Labels l = RouteLabelsOf(*r->metrics);
+    l.emplace_back("reason", "busy");
+    page.Sample(l, static_cast<double>(r->metrics->sampler().dropped()));
+    l.back().second = "evicted";
+    page.Sample(l, static_cast<double>(r->metrics->sampler().evicted()));
+  }
+
+  const GatewayCounters& c = *s_.counters;
+  page.Gauge("tailguard_requests_in_flight", "Requests being handled now.");
+  page.Sample({}, static_cast<double>(c.in_flight.load(std::memory_order_relaxed)));
+  page.Gauge("tailguard_connections_active", "Client connections open now.");
+  page.Sample({}, static_cast<double>(c.connections_active.load(std::memory_order_relaxed)));
+  page.Counter("tailguard_connections_accepted", "Client connections accepted.");
+  page.Sample({}, static_cast<double>(Load(c.connections_accepted)));
+  page.Counter("tailguard_connections_rejected",
+               "Client connections closed at once: over limits.max_connections.");
+  page.Sample({}, static_cast<double>(Load(c.connections_rejected)));
+  page.Counter("tailguard_gateway_errors",
+               "Requests the gateway refused before choosing a route, by reason.");
+  page.Sample({{"reason", "bad_request"}}, static_cast<double>(Load(c.bad_request)));
+  page.Sample({{"reason", "header_too_large"}}, static_cast<double>(Load(c.header_too_large)));
+  page.Sample({{"reason", "not_found"}}, static_cast<double>(Load(c.not_found)));
+  page.Sample({{"reason", "too_large"}}, static_cast<double>(Load(c.too_large)));
+  page.Counter("tailguard_series_dropped",
+               "Measurements not recorded: a route over its cap of Server-Timing stage names "
+               "(reason=stage) or of model and version labels (reason=labels, counted under "
+               "model=\"other\").");
+  page.Sample({{"reason", "labels"}}, static_cast<double>(Load(c.label_overflow)));
+  page.Sample({{"reason", "stage"}}, static_cast<double>(Load(c.stage_series_dropped)));
+
+  page.Counter("tailguard_upstream_requests", "Requests sent to each upstream server.");
+  for (const UpstreamState* u : s_.upstreams) {
+    page.Sample({{"upstream", u->address()}}, static_cast<double>(Load(u->requests)));
+  }
+  page.Counter("tailguard_upstream_errors",
+               "Failed exchanges with each upstream, by kind: connect, timeout, reset, protocol.");
+  for (const UpstreamState* u : s_.upstreams) {
+    for (int k = 0; k < kUpstreamErrorKinds; ++k) {
+      page.Sample(
+          {{"kind", UpstreamErrorName(static_cast<UpstreamError>(k))}, {"upstream", u->address()}},
+          static_cast<double>(Load(u->errors[k])));
+    }
+  }
+  page.Gauge("tailguard_upstream_up",
+             "1 when the upstream is in rotation, 0 while passive health keeps it out.");
+  const MonoTime now = std::chrono::steady_clock::now();
+  for (const UpstreamState* u : s_.upstreams) {
+    page.Sample({{"upstream", u->address()}}, u->Available(now) ? 1 : 0);
+  }
+
+  if (s_.otlp != nullptr) {
+    const OtlpStats o = s_.otlp->stats();
+    page.Counter("tailguard_otlp_spans_exported", "Spans delivered to the OTLP collector.");
+    page.Sample({}, static_cast<double>(o.exported));
+    page.Counter("tailguard_otlp_spans_dropped",
+                 "Spans not delivered: the export queue was full, or the collector kept failing.");
+    page.Sample({{"reason", "export_failed"}}, static_cast<double>(o.dropped_failed));
+    page.Sample({{"reason", "queue_full"}}, static_cast<double>(o.dropped_queue_full));
+    page.Counter("tailguard_otlp_batches_failed", "OTLP export batches given up on.");
+    page.Sample({}, static_cast<double>(o.batches_failed));
+  }
+
+  if (s_.loop != nullptr) {
+    page.Counter("tailguard_analysis_ticks", "Ticks of the live analysis loop.");
+    page.Sample({}, static_cast<double>(s_.loop->ticks()));
+    page.Gauge("tailguard_alerts_active", "Rule and series pairs in pre_alert or alert.");
+    size_t pre = 0, firing = 0;
+    for (const ActiveAlert& a : s_.loop->ActiveAlerts()) {
+      (a.state == AlertState::kAlert ? firing : pre) += 1;
+    }
+    page.Sample({{"state", "alert"}}, static_cast<double>(firing));
+    page.Sample({{"state", "pre_alert"}}, static_cast<double>(pre));
+  }
+
+  if (absl::StatusOr<ProcessStats> p = ReadProcessStats(); p.ok()) {
+    AppendProcessMetrics(*p, out, om);
+  }
+  if (om) out += "# EOF\n";
+  return out;
+}
+
+}  // namespace tailguard::server

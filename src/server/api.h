@@ -1,0 +1,76 @@
+// The gateway's own endpoints: /metrics, /healthz, /readyz and the JSON API under /api/v1/.
+// Plain functions of a request to a response, with no networking, so they are tested directly
+// and run on the control thread, off the data path.
+#ifndef TAILGUARD_SERVER_API_H_
+#define TAILGUARD_SERVER_API_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "server/live_loop.h"
+#include "server/stats.h"
+#include "tailguard/registry.h"
+
+namespace tailguard::server {
+
+class OtlpExporter;
+
+struct ApiRequest {
+  std::string_view method;  // "GET", ...
+  std::string_view target;  // path and query, e.g. "/api/v1/events?limit=10"
+  std::string_view accept;  // the Accept header
+  std::string_view authorization;
+};
+
+struct ApiResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+};
+
+// A JSON error body: {"error": {"code": "...", "message": "..."}}.
+std::string ErrorJson(std::string_view code, std::string_view message);
+
+// What the endpoints read. Pointers are borrowed; they must outlive the Api.
+struct ApiSources {
+  Registry* registry = nullptr;
+  LiveLoop* loop = nullptr;
+  const GatewayCounters* counters = nullptr;
+  RouteCounterTable* routes = nullptr;
+  std::vector<const UpstreamState*> upstreams;
+  const OtlpExporter* otlp = nullptr;  // may be null
+  // False while starting or draining: /readyz answers 503.
+  std::function<bool()> ready;
+};
+
+class Api {
+ public:
+  explicit Api(ApiSources sources) : s_(std::move(sources)) {}
+
+  // True for the paths this class answers: /metrics, /healthz, /readyz and /api/... .
+  static bool Handles(std::string_view path);
+
+  ApiResponse Handle(const ApiRequest& request) const;
+
+  // The /metrics page. With `openmetrics`, OpenMetrics 1.0 text (ends with "# EOF");
+  // otherwise Prometheus text format 0.0.4.
+  std::string Metrics(bool openmetrics) const;
+
+ private:
+  ApiResponse Series(std::string_view query) const;
+  ApiResponse History(std::string_view id, std::string_view query) const;
+  ApiResponse Alerts() const;
+  ApiResponse Events(std::string_view query) const;
+  ApiResponse Samples(std::string_view query) const;
+  ApiResponse Ready() const;
+
+  ApiSources s_;
+};
+
+}  // namespace tailguard::server
+
+#endif  // TAILGUARD_SERVER_API_H_

@@ -1,0 +1,1114 @@
+// The gateway's data path: Boost.Beast on C++20 coroutines.
+//
+// Each worker thread owns an io_context, the client connections handed to it, and its own idle
+// connections to each upstream, so a request is read, forwarded, answered and measured on one
+// thread without locks. Only counters (relaxed atomics), the recorder (per-thread histograms),
+// the sampler and the span queue are shared, and none of them waits for the control plane.
+#include "server/gateway.h"
+
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <atomic>
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <charconv>
+#include <list>
+#include <thread>
+
+#include "absl/container/flat_hash_map.h"
+#include "common/format.h"
+#include "common/strings.h"
+#include "server/api.h"
+#include "server/otlp.h"
+#include "server/protocol.h"
+
+namespace tailguard::server {
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using net::awaitable;
+using net::use_awaitable;
+
+// Distinct (model, version) pairs per route before new ones are counted under model="other":
+// model names come from request paths and bodies, and must not grow the series without bound.
+constexpr size_t kMaxLabelSetsPerRoute = 64;
+// Distinct Server-Timing names per route recorded as series of their own.
+constexpr size_t kMaxStageNamesPerRoute = 16;
+// Largest upstream response body read into memory (streamed responses have no limit).
+constexpr uint64_t kMaxResponseBytes = 256ull << 20;
+constexpr size_t kMaxUpstreamHeaderBytes = 64 * 1024;
+
+// A malformed message (as opposed to a connection that ended or timed out).
+bool IsParseError(const beast::error_code& ec) {
+  return ec.category() == http::make_error_code(http::error::end_of_stream).category() &&
+         ec != http::error::end_of_stream && ec != http::error::partial_message &&
+         ec != http::error::need_buffer;
+}
+
+auto Token(beast::error_code& ec) { return net::redirect_error(use_awaitable, ec); }
+
+// Headers that describe one hop, not the message (RFC 9110 7.6.1), and must not be forwarded.
+bool HopByHop(http::field f) {
+  switch (f) {
+    case http::field::connection:
+    case http::field::keep_alive:
+    case http::field::proxy_connection:
+    case http::field::te:
+    case http::field::trailer:
+    case http::field::transfer_encoding:
+    case http::field::upgrade:
+    case http::field::proxy_authenticate:
+    case http::field::proxy_authorization:
+      return true;
+    default:
+      return false;
+  }
+}
+
+template <class Fields>
+void StripHopByHop(Fields& fields) {
+  // Connection may name further hop-by-hop headers.
+  std::vector<std::string> named;
+  for (auto part : http::token_list(fields[http::field::connection])) {
+    named.emplace_back(part);
+  }
+  for (const std::string& n : named) fields.erase(n);
+  for (auto it = fields.begin(); it != fields.end();) {
+    it = HopByHop(it->name()) ? fields.erase(it) : std::next(it);
+  }
+}
+
+std::string_view View(beast::string_view s) { return {s.data(), s.size()}; }
+
+int64_t UnixNanos(WallTime t) { return t.time_since_epoch().count(); }
+
+// One route at run time.
+struct RouteRuntime {
+  const RouteConfig* config = nullptr;
+  std::vector<size_t> upstreams;  // indexes into Impl::upstreams
+  Duration request_timeout{};
+  // Label sets seen so far (for the cap), guarded by Impl::labels_mu.
+  std::vector<std::pair<std::string, std::string>> label_sets;
+  // Server-Timing names with a series, guarded by Impl::labels_mu.
+  std::vector<std::string> stage_names;
+};
+
+// What a request is recorded under.
+struct Labeled {
+  RequestMetrics* metrics = nullptr;
+  RouteCounters* counters = nullptr;
+};
+
+class Worker;
+
+}  // namespace
+
+struct Gateway::Impl {
+  GatewayOptions options;
+  const GatewayConfig& config() const { return options.config; }
+  const Clock& clock = Clock::Real();
+
+  Registry registry;
+  RouteCounterTable route_counters;
+  GatewayCounters counters;
+  std::vector<std::unique_ptr<UpstreamState>> upstreams;
+  std::vector<tcp::endpoint> upstream_endpoints;  // parallel to upstreams
+  std::vector<RouteRuntime> routes;               // parallel to config().routes
+  std::unique_ptr<LiveLoop> loop;
+  std::unique_ptr<OtlpExporter> otlp;
+  std::unique_ptr<Api> api;
+
+  std::mutex labels_mu;  // RouteRuntime::label_sets and stage_names
+
+  std::vector<std::unique_ptr<Worker>> workers;
+  std::vector<std::thread> threads;
+  net::thread_pool control{1};
+  std::unique_ptr<net::io_context> accept_ioc;  // the acceptor's; run by worker 0's thread
+  std::unique_ptr<tcp::acceptor> acceptor;
+  HostPort bound;
+
+  std::atomic<bool> started{false};
+  std::atomic<bool> draining{false};
+  std::atomic<bool> stopped{false};
+  std::atomic<size_t> next_worker{0};
+
+  explicit Impl(GatewayOptions o)
+      : options(std::move(o)),
+        registry(Clock::Real(), RegistryOptions{WindowOptions{.slot = options.config.tick}, {}}) {}
+
+  void Log(const std::string& line) const {
+    if (options.log == nullptr) return;
+    std::fprintf(options.log, "tailguard: %s\n", line.c_str());
+    std::fflush(options.log);
+  }
+
+  // The (model, version) labels of a request on `route`, created on first use.
+  Labeled Lookup(size_t route, std::string model, std::string version);
+  // The series for Server-Timing name `name` (already sanitised) on `m`; nullptr over the cap.
+  Series* StageSeries(size_t route, const RequestMetrics& m, const std::string& name);
+
+  void Accept();
+};
+
+namespace {
+
+// A connection to an upstream server, owned by one worker.
+struct UpstreamConn {
+  explicit UpstreamConn(net::io_context& ioc) : stream(ioc) {}
+  beast::tcp_stream stream;
+  beast::flat_buffer buffer;
+};
+
+// A client connection, as the worker tracks it for draining.
+struct SessionEntry {
+  beast::tcp_stream* stream = nullptr;
+  bool idle = true;  // waiting for the next request
+};
+
+// Everything measured about one proxied request.
+struct Exchange {
+  MonoTime start{};
+  MonoTime upstream_start{}, upstream_end{};
+  MonoTime last_token{};
+  RequestRecord record;
+  uint64_t events = 0;
+  int status = 0;
+  bool failed = false;
+  size_t upstream = SIZE_MAX;  // which upstream answered (or failed last)
+  std::string server_timing;   // the upstream's Server-Timing header
+};
+
+class Worker {
+ public:
+  Worker(Gateway::Impl& g, size_t index)
+      : g_(g), index_(index), ioc_(1), work_(ioc_.get_executor()) {
+    rr_.resize(g.routes.size(), index);
+    idle_.resize(g.upstreams.size());
+  }
+
+  net::io_context& ioc() { return ioc_; }
+
+  void Run() { ioc_.run(); }
+  void Stop() {
+    work_.reset();
+    ioc_.stop();
+  }
+
+  // Closes connections waiting for their next request; busy ones close after their answer.
+  void Drain() {
+    net::post(ioc_, [this] {
+      for (SessionEntry& s : sessions_) {
+        if (s.idle) {
+          beast::error_code ec;
+          s.stream->socket().shutdown(tcp::socket::shutdown_both, ec);
+          s.stream->socket().close(ec);
+        }
+      }
+      for (auto& pool : idle_) pool.clear();
+    });
+  }
+
+  awaitable<void> Session(tcp::socket socket);
+
+ private:
+  awaitable<bool> Handle(beast::tcp_stream& client, http::request<http::string_body>& req,
+                         MonoTime start, bool keep_alive);
+  awaitable<bool> Admin(beast::tcp_stream& client, http::request<http::string_body>& req,
+                        bool keep_alive);
+  awaitable<bool> Proxy(beast::tcp_stream& client, http::request<http::string_body>& req,
+                        size_t route, MonoTime start, bool keep_alive);
+  awaitable<bool> WriteError(beast::tcp_stream& client, unsigned version, bool keep_alive,
+                             http::status status, std::string_view code, std::string_view message);
+  // A connection to upstream `u`: an idle one, or a new one. Null with `ec` set on failure.
+  awaitable<std::unique_ptr<UpstreamConn>> Acquire(size_t u, MonoTime deadline, bool& reused,
+                                                   beast::error_code& ec);
+  void Release(size_t u, std::unique_ptr<UpstreamConn> conn);
+  size_t Pick(size_t route);
+  void Finish(Labeled lab, size_t route, Exchange& x, const http::request<http::string_body>& req,
+              const TraceContext& trace, const std::array<uint8_t, 8>& client_span, bool has_parent,
+              const std::array<uint8_t, 8>& parent);
+
+  Gateway::Impl& g_;
+  const size_t index_;
+  net::io_context ioc_;
+  net::executor_work_guard<net::io_context::executor_type> work_;
+  std::list<SessionEntry> sessions_;
+  std::vector<size_t> rr_;                                        // round-robin position per route
+  std::vector<std::vector<std::unique_ptr<UpstreamConn>>> idle_;  // per upstream
+  // (route, model, version) -> labels, so the registry's lock is taken once per label set.
+  absl::flat_hash_map<std::string, Labeled> labels_;
+  // (metrics, Server-Timing name) -> series, nullptr over the cap.
+  absl::flat_hash_map<std::pair<const RequestMetrics*, std::string>, Series*> stages_;
+};
+
+awaitable<void> Worker::Session(tcp::socket socket) {
+  GatewayCounters& c = g_.counters;
+  const auto& cfg = g_.config();
+  if (static_cast<size_t>(c.connections_active.fetch_add(1, std::memory_order_relaxed)) >=
+      cfg.limits.max_connections) {
+    c.connections_active.fetch_sub(1, std::memory_order_relaxed);
+    Add(c.connections_rejected);
+    beast::error_code ec;
+    socket.close(ec);
+    co_return;
+  }
+  Add(c.connections_accepted);
+  beast::error_code ec;
+  socket.set_option(tcp::no_delay(true), ec);
+  beast::tcp_stream client(std::move(socket));
+  beast::flat_buffer buffer;
+  auto entry = sessions_.insert(sessions_.end(), SessionEntry{&client, true});
+
+  for (;;) {
+    entry->idle = true;
+    if (g_.draining.load(std::memory_order_relaxed)) break;
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(static_cast<std::uint32_t>(cfg.limits.max_header_bytes));
+    parser.body_limit(cfg.limits.max_body_bytes);
+    client.expires_after(cfg.timeouts.idle);
+    co_await http::async_read_header(client, buffer, parser, Token(ec));
+    entry->idle = false;
+    if (ec) {
+      if (ec == http::error::header_limit) {
+        Add(c.header_too_large);
+        co_await WriteError(
+            client, 11, false, http::status::request_header_fields_too_large, "header_too_large",
+            Cat("the request header is over ", std::to_string(cfg.limits.max_header_bytes),
+                " bytes (limits.max_header_bytes)"));
+      } else if (ec == http::error::body_limit) {
+        // A Content-Length over the limit is seen with the header.
+        Add(c.too_large);
+        co_await WriteError(
+            client, parser.get().version(), false, http::status::payload_too_large, "too_large",
+            Cat("the request body is over ", std::to_string(cfg.limits.max_body_bytes),
+                " bytes (limits.max_body_bytes)"));
+      } else if (IsParseError(ec)) {
+        Add(c.bad_request);
+        co_await WriteError(client, 11, false, http::status::bad_request, "bad_request",
+                            Cat("malformed HTTP request: ", ec.message()));
+      }
+      break;
+    }
+    const MonoTime start = g_.clock.MonotonicNow();
+    http::request<http::string_body>& head = parser.get();
+    if (head.version() >= 11 && beast::iequals(head[http::field::expect], "100-continue")) {
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      co_await net::async_write(client, net::buffer(kContinue.data(), kContinue.size()), Token(ec));
+      if (ec) break;
+    }
+    if (!parser.is_done()) {
+      client.expires_after(cfg.timeouts.request);
+      co_await http::async_read(client, buffer, parser, Token(ec));
+      if (ec == http::error::body_limit) {
+        Add(c.too_large);
+        co_await WriteError(
+            client, parser.get().version(), false, http::status::payload_too_large, "too_large",
+            Cat("the request body is over ", std::to_string(cfg.limits.max_body_bytes),
+                " bytes (limits.max_body_bytes)"));
+        break;
+      }
+      if (ec) {
+        if (IsParseError(ec)) {
+          Add(c.bad_request);
+          co_await WriteError(client, parser.get().version(), false, http::status::bad_request,
+                              "bad_request", Cat("malformed HTTP request body: ", ec.message()));
+        }
+        break;
+      }
+    }
+    http::request<http::string_body> req = parser.release();
+    const bool keep_alive = req.keep_alive() && !g_.draining.load(std::memory_order_relaxed);
+    c.in_flight.fetch_add(1, std::memory_order_relaxed);
+    const bool ok = co_await Handle(client, req, start, keep_alive);
+    c.in_flight.fetch_sub(1, std::memory_order_relaxed);
+    if (!ok || !keep_alive) break;
+  }
+  client.socket().shutdown(tcp::socket::shutdown_send, ec);
+  client.socket().close(ec);
+  sessions_.erase(entry);
+  c.connections_active.fetch_sub(1, std::memory_order_relaxed);
+}
+
+awaitable<bool> Worker::WriteError(beast::tcp_stream& client, unsigned version, bool keep_alive,
+                                   http::status status, std::string_view code,
+                                   std::string_view message) {
+  http::response<http::string_body> res{status, version};
+  res.set(http::field::server, "tailguard");
+  res.set(http::field::content_type, "application/json");
+  res.keep_alive(keep_alive);
+  res.body() = ErrorJson(code, message);
+  res.prepare_payload();
+  beast::error_code ec;
+  client.expires_after(g_.config().timeouts.request);
+  co_await http::async_write(client, res, Token(ec));
+  co_return !ec;
+}
+
+awaitable<bool> Worker::Handle(beast::tcp_stream& client, http::request<http::string_body>& req,
+                               MonoTime start, bool keep_alive) {
+  const std::string_view target = View(req.target());
+  const std::string_view path = target.substr(0, target.find('?'));
+  if (Api::Handles(path)) co_return co_await Admin(client, req, keep_alive);
+  const RouteConfig* route = MatchRoute(g_.config(), path);
+  if (route == nullptr) {
+    Add(g_.counters.not_found);
+    co_return co_await WriteError(client, req.version(), keep_alive, http::status::not_found,
+                                  "not_found",
+                                  Cat("no route for ", path,
+                                      "; the configured prefixes are listed under routes: in the "
+                                      "gateway configuration"));
+  }
+  const size_t index = static_cast<size_t>(route - g_.config().routes.data());
+  co_return co_await Proxy(client, req, index, start, keep_alive);
+}
+
+awaitable<bool> Worker::Admin(beast::tcp_stream& client, http::request<http::string_body>& req,
+                              bool keep_alive) {
+  Add(g_.counters.admin_requests);
+  const ApiRequest request{View(req.method_string()), View(req.target()),
+                           View(req[http::field::accept]), View(req[http::field::authorization])};
+  // Rendered on the control thread: a slow page never holds up this worker's requests.
+  const Api& api = *g_.api;
+  ApiResponse r = co_await net::co_spawn(
+      g_.control.get_executor(),
+      [&api, &request]() -> awaitable<ApiResponse> { co_return api.Handle(request); },
+      use_awaitable);
+  http::response<http::string_body> res{static_cast<http::status>(r.status), req.version()};
+  res.set(http::field::server, "tailguard");
+  res.set(http::field::content_type, r.content_type);
+  res.set(http::field::cache_control, "no-store");
+  res.keep_alive(keep_alive);
+  res.body() = std::move(r.body);
+  res.prepare_payload();
+  if (req.method() == http::verb::head) res.body().clear();
+  beast::error_code ec;
+  client.expires_after(g_.config().timeouts.request);
+  co_await http::async_write(client, res, Token(ec));
+  co_return !ec;
+}
+
+size_t Worker::Pick(size_t route) {
+  const std::vector<size_t>& ups = g_.routes[route].upstreams;
+  const MonoTime now = g_.clock.MonotonicNow();
+  for (size_t i = 0; i < ups.size(); ++i) {
+    const size_t u = ups[rr_[route]++ % ups.size()];
+    if (g_.upstreams[u]->Available(now)) return u;
+  }
+  // Every upstream is marked down: try one anyway (as nginx does), so recovery is noticed.
+  return ups[rr_[route]++ % ups.size()];
+}
+
+awaitable<std::unique_ptr<UpstreamConn>> Worker::Acquire(size_t u, MonoTime deadline, bool& reused,
+                                                         beast::error_code& ec) {
+  auto& pool = idle_[u];
+  while (!pool.empty()) {
+    std::unique_ptr<UpstreamConn> conn = std::move(pool.back());
+    pool.pop_back();
+    // Skip connections the upstream has closed while they sat idle.
+    char probe;
+    const ssize_t n =
+        ::recv(conn->stream.socket().native_handle(), &probe, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      reused = true;
+      co_return conn;
+    }
+  }
+  reused = false;
+  auto conn = std::make_unique<UpstreamConn>(ioc_);
+  const auto connect_deadline =
+      std::min(deadline, g_.clock.MonotonicNow() + g_.config().timeouts.connect);
+  conn->stream.expires_at(connect_deadline);
+  co_await conn->stream.async_connect(g_.upstream_endpoints[u], Token(ec));
+  if (ec) co_return nullptr;
+  conn->stream.socket().set_option(tcp::no_delay(true), ec);
+  ec = {};
+  co_return conn;
+}
+
+void Worker::Release(size_t u, std::unique_ptr<UpstreamConn> conn) {
+  if (g_.draining.load(std::memory_order_relaxed)) return;
+  if (idle_[u].size() >= g_.config().limits.max_upstream_idle_per_host) return;
+  conn->stream.expires_never();
+  idle_[u].push_back(std::move(conn));
+}
+
+awaitable<bool> Worker::Proxy(beast::tcp_stream& client, http::request<http::string_body>& req,
+                              size_t route_index, MonoTime start, bool keep_alive) {
+  const RouteRuntime& route = g_.routes[route_index];
+  const RouteConfig& rc = *route.config;
+  const std::string_view target = View(req.target());
+  const std::string_view path = target.substr(0, target.find('?'));
+
+  // What kind of API this is, and the labels and input size it gives.
+  RouteProtocol protocol = rc.protocol;
+  if (protocol == RouteProtocol::kAuto) {
+    if (path.starts_with("/v2/models/")) {
+      protocol = RouteProtocol::kKServe;
+    } else if (path.ends_with("/v1/completions") || path.ends_with("/v1/chat/completions")) {
+      protocol = RouteProtocol::kOpenAI;
+    } else {
+      protocol = RouteProtocol::kHttp;
+    }
+  }
+  std::string model = rc.model, version = rc.version;
+  uint64_t input_size = 0;
+  if (protocol == RouteProtocol::kKServe) {
+    if (std::optional<KServeTarget> k = ParseKServePath(path)) {
+      if (model.empty()) model = k->model;
+      if (version.empty()) version = k->version;
+      if (req.method() == http::verb::post && k->verb == "infer") {
+        std::optional<size_t> header_length;
+        const std::string_view h = View(req["Inference-Header-Content-Length"]);
+        if (!h.empty()) {
+          size_t n = 0;
+          const auto r = std::from_chars(h.data(), h.data() + h.size(), n);
+          if (r.ec != std::errc() || r.ptr != h.data() + h.size()) {
+            Add(g_.counters.bad_request);
+            co_return co_await WriteError(
+                client, req.version(), keep_alive, http::status::bad_request, "bad_request",
+                Cat("Inference-Header-Content-Length: expected a byte count, got \"", h, "\""));
+          }
+          header_length = n;
+        }
+        absl::StatusOr<uint64_t> size = KServeInputSize(req.body(), header_length);
+        if (!size.ok()) {
+          Add(g_.counters.bad_request);
+          co_return co_await WriteError(
+              client, req.version(), keep_alive, http::status::bad_request, "bad_request",
+              Cat("KServe v2 inference request: ", std::string(size.status().message())));
+        }
+        input_size = *size;
+      }
+    }
+  } else if (protocol == RouteProtocol::kOpenAI && req.method() == http::verb::post) {
+    absl::StatusOr<OpenAIRequest> o =
+        InspectOpenAIRequest(req.body(), path.ends_with("/chat/completions"));
+    if (!o.ok()) {
+      Add(g_.counters.bad_request);
+      co_return co_await WriteError(
+          client, req.version(), keep_alive, http::status::bad_request, "bad_request",
+          Cat("OpenAI-compatible request: ", std::string(o.status().message())));
+    }
+    input_size = o->prompt_chars;
+    if (model.empty()) model = o->model;
+  }
+  if (model.empty()) model = rc.name;
+  if (version.empty()) version = "default";
+  const Labeled lab = [&] {
+    std::string key = Cat(std::to_string(route_index), "\n", model, "\n", version);
+    auto it = labels_.find(key);
+    if (it != labels_.end()) return it->second;
+    const Labeled l = g_.Lookup(route_index, model, version);
+    labels_.emplace(std::move(key), l);
+    return l;
+  }();
+
+  Exchange x;
+  x.start = start;
+  x.record.input_size = input_size;
+  const uint64_t request_bytes = req.body().size();
+
+  // Trace context: continue the caller's trace, or start one.
+  const std::optional<TraceContext> incoming = ParseTraceparent(View(req["traceparent"]));
+  TraceContext trace;
+  trace.trace_id = incoming ? incoming->trace_id : NewTraceId();
+  trace.span_id = NewSpanId();  // the gateway's server span
+  trace.flags = incoming ? incoming->flags : 0;
+  const std::array<uint8_t, 8> client_span = NewSpanId();
+  TraceContext forwarded = trace;
+  forwarded.span_id = client_span;
+  x.record.set_trace(trace.TraceIdHex());
+
+  // The request as the upstream sees it.
+  const unsigned client_version = req.version();
+  const bool head = req.method() == http::verb::head;
+  StripHopByHop(req);
+  req.erase(http::field::expect);
+  req.set("traceparent", FormatTraceparent(forwarded));
+  {
+    beast::error_code ec;
+    const tcp::endpoint peer = client.socket().remote_endpoint(ec);
+    if (!ec) {
+      const std::string ip = peer.address().to_string();
+      const std::string_view prior = View(req["X-Forwarded-For"]);
+      req.set("X-Forwarded-For", prior.empty() ? ip : Cat(prior, ", ", ip));
+    }
+  }
+  if (!rc.rewrite_prefix.empty() && target.starts_with(rc.prefix)) {
+    req.target(Cat(rc.rewrite_prefix, target.substr(rc.prefix.size())));
+  }
+  req.version(11);
+  req.keep_alive(true);
+  if (!req.body().empty() || req.method() == http::verb::post || req.method() == http::verb::put ||
+      req.method() == http::verb::patch) {
+    req.prepare_payload();
+  }
+
+  const MonoTime deadline = start + route.request_timeout;
+  std::unique_ptr<UpstreamConn> conn;
+  std::optional<http::response_parser<http::empty_body>> header;
+  beast::error_code ec;
+  UpstreamError error = UpstreamError::kConnect;
+  // Connect failures move on to the next upstream (nothing was sent); a reused connection that
+  // turns out closed is retried once on a fresh one. Nothing else is retried: the upstream may
+  // have acted on the request.
+  size_t connect_attempts = 0;
+  bool retried_stale = false;
+  bool same_upstream = false;
+  for (;;) {
+    const size_t u = same_upstream ? x.upstream : Pick(route_index);
+    same_upstream = false;
+    x.upstream = u;
+    UpstreamState& up = *g_.upstreams[u];
+    bool reused = false;
+    ec = {};
+    conn = co_await Acquire(u, deadline, reused, ec);
+    if (!conn) {
+      error = ec == beast::error::timeout ? UpstreamError::kTimeout : UpstreamError::kConnect;
+      up.Failure(error, g_.clock.MonotonicNow(), g_.config().health.max_fails,
+                 g_.config().health.fail_timeout);
+      if (++connect_attempts < route.upstreams.size() && g_.clock.MonotonicNow() < deadline) {
+        continue;
+      }
+      break;
+    }
+    Add(up.requests);
+    x.upstream_start = g_.clock.MonotonicNow();
+    conn->stream.expires_at(deadline);
+    co_await http::async_write(conn->stream, req, Token(ec));
+    if (!ec) {
+      header.emplace();
+      header->header_limit(kMaxUpstreamHeaderBytes);
+      header->body_limit(kMaxResponseBytes);
+      if (head) header->skip(true);
+      co_await http::async_read_header(conn->stream, conn->buffer, *header, Token(ec));
+    }
+    if (!ec) break;
+    const bool stale = reused && !retried_stale &&
+                       (ec == http::error::end_of_stream || ec == net::error::connection_reset ||
+                        ec == net::error::broken_pipe || ec == net::error::eof);
+    conn.reset();
+    header.reset();
+    if (stale) {
+      retried_stale = true;
+      same_upstream = true;
+      continue;
+    }
+    error = ec == beast::error::timeout ? UpstreamError::kTimeout
+            : IsParseError(ec)          ? UpstreamError::kProtocol
+                                        : UpstreamError::kReset;
+    up.Failure(error, g_.clock.MonotonicNow(), g_.config().health.max_fails,
+               g_.config().health.fail_timeout);
+    break;
+  }
+
+  bool ok = true;
+  uint64_t response_bytes = 0;
+  if (!conn) {
+    // No answer from any upstream.
+    x.upstream_end = g_.clock.MonotonicNow();
+    x.failed = true;
+    const std::string address =
+        x.upstream == SIZE_MAX ? std::string("(none)") : g_.upstreams[x.upstream]->address();
+    if (error == UpstreamError::kTimeout) {
+      x.status = 504;
+      ok = co_await WriteError(
+          client, client_version, keep_alive, http::status::gateway_timeout, "upstream_timeout",
+          Cat("upstream ", address, " did not answer within ",
+              FormatDuration(static_cast<double>(route.request_timeout.count())),
+              " (timeouts.request)"));
+    } else {
+      x.status = 502;
+      const char* what = error == UpstreamError::kConnect ? "could not be connected to"
+                         : error == UpstreamError::kProtocol
+                             ? "sent a malformed response"
+                             : "closed the connection without an answer";
+      ok = co_await WriteError(client, client_version, keep_alive, http::status::bad_gateway,
+                               "upstream_unavailable",
+                               Cat("upstream ", address, " ", what, " (", ec.message(), ")"));
+    }
+  } else {
+    g_.upstreams[x.upstream]->Success();
+    auto& h = header->get();
+    x.status = static_cast<int>(h.result_int());
+    x.server_timing = std::string(View(h["Server-Timing"]));
+    const bool streaming =
+        beast::iequals(h[http::field::content_type].substr(0, 17), "text/event-stream");
+    if (!streaming) {
+      http::response_parser<http::string_body> body{std::move(*header)};
+      body.body_limit(kMaxResponseBytes);
+      if (!body.is_done()) co_await http::async_read(conn->stream, conn->buffer, body, Token(ec));
+      x.upstream_end = g_.clock.MonotonicNow();
+      if (ec) {
+        x.failed = true;
+        const bool timeout = ec == beast::error::timeout;
+        g_.upstreams[x.upstream]->Failure(timeout ? UpstreamError::kTimeout : UpstreamError::kReset,
+                                          x.upstream_end, g_.config().health.max_fails,
+                                          g_.config().health.fail_timeout);
+        x.status = timeout ? 504 : 502;
+        conn.reset();
+        ok = co_await WriteError(
+            client, client_version, keep_alive,
+            timeout ? http::status::gateway_timeout : http::status::bad_gateway,
+            timeout ? "upstream_timeout" : "upstream_unavailable",
+            Cat("upstream ", g_.upstreams[x.upstream]->address(),
+                timeout ? " did not finish its answer in time (timeouts.request)"
+                        : Cat(" broke off its answer (", ec.message(), ")")));
+      } else {
+        http::response<http::string_body> res = body.release();
+        const bool upstream_keep = res.keep_alive();
+        if (upstream_keep) {
+          Release(x.upstream, std::move(conn));
+        } else {
+          conn.reset();
+        }
+        StripHopByHop(res);
+        res.version(client_version);
+        res.keep_alive(keep_alive);
+        const int code = x.status;
+        if (!head && code >= 200 && code != 204 && code != 304) {
+          res.content_length(res.body().size());
+        }
+        response_bytes = res.body().size();
+        client.expires_after(g_.config().timeouts.request);
+        co_await http::async_write(client, res, Token(ec));
+        ok = !ec;
+        if (code >= 500) x.failed = true;
+      }
+    } else {
+      // Relay the event stream as it arrives, timing every event.
+      http::response_parser<http::buffer_body> stream{std::move(*header)};
+      auto& msg = stream.get();
+      StripHopByHop(msg);
+      msg.version(client_version);
+      msg.keep_alive(keep_alive);
+      if (!msg.has_content_length()) msg.chunked(true);
+      http::response_serializer<http::buffer_body> sr{msg};
+      SseScanner scanner;
+      char buf[16 * 1024];
+      bool upstream_ok = true;
+      // The header goes out at once, so the client sees the answer start before the first event.
+      client.expires_after(g_.config().timeouts.request);
+      co_await http::async_write_header(client, sr, Token(ec));
+      if (ec) ok = false;
+      while (ok && !stream.is_done() && !sr.is_done()) {
+        if (!stream.is_done()) {
+          msg.body().data = buf;
+          msg.body().size = sizeof(buf);
+          // Between events the idle timeout applies, not the request's: streams can be long.
+          conn->stream.expires_after(x.events == 0
+                                         ? std::max(Duration(deadline - g_.clock.MonotonicNow()),
+                                                    Duration(std::chrono::milliseconds(1)))
+                                         : Duration(g_.config().timeouts.idle));
+          co_await http::async_read_some(conn->stream, conn->buffer, stream, Token(ec));
+          if (ec == http::error::need_buffer) ec = {};
+          if (ec) {
+            upstream_ok = false;
+            break;
+          }
+          const size_t n = sizeof(buf) - msg.body().size;
+          const size_t events = scanner.Feed(std::string_view(buf, n));
+          if (events > 0) {
+            const MonoTime now = g_.clock.MonotonicNow();
+            for (size_t e = 0; e < events; ++e) {
+              if (x.events++ == 0) {
+                x.record.stage_ns[static_cast<size_t>(Stage::kFirstToken)] =
+                    static_cast<uint64_t>((now - x.start).count());
+              } else {
+                const uint64_t gap = static_cast<uint64_t>((now - x.last_token).count());
+                lab.metrics->stage(Stage::kInterToken).Record(gap);
+                uint64_t& longest = x.record.stage_ns[static_cast<size_t>(Stage::kInterToken)];
+                longest = std::max(longest, gap);
+              }
+              x.last_token = now;
+            }
+          }
+          response_bytes += n;
+          // A chunk of size zero would end the client's body: wait for data instead.
+          if (n == 0 && !stream.is_done()) continue;
+          msg.body().size = n;
+          msg.body().data = buf;
+          msg.body().more = !stream.is_done();
+        } else {
+          msg.body().data = nullptr;
+          msg.body().size = 0;
+        }
+        client.expires_after(g_.config().timeouts.idle);
+        co_await http::async_write(client, sr, Token(ec));
+        if (ec == http::error::need_buffer) ec = {};
+        if (ec) {
+          ok = false;
+          break;
+        }
+      }
+      if (ok && upstream_ok && !sr.is_done()) {
+        msg.body().data = nullptr;
+        msg.body().size = 0;
+        msg.body().more = false;
+        co_await http::async_write(client, sr, Token(ec));
+        if (ec == http::error::need_buffer) ec = {};
+        ok = !ec;
+      }
+      x.upstream_end = g_.clock.MonotonicNow();
+      Add(lab.counters->streamed_tokens, x.events);
+      if (!upstream_ok) {
+        // The header is out; all that can be done is to cut the client off.
+        x.failed = true;
+        x.status = 0;
+        ok = false;
+        g_.upstreams[x.upstream]->Failure(
+            ec == beast::error::timeout ? UpstreamError::kTimeout : UpstreamError::kReset,
+            x.upstream_end, g_.config().health.max_fails, g_.config().health.fail_timeout);
+        conn.reset();
+      } else if (ok && stream.is_done() && stream.keep_alive()) {
+        Release(x.upstream, std::move(conn));
+      }
+      if (x.status >= 500) x.failed = true;
+    }
+  }
+
+  Add(lab.counters->request_bytes, request_bytes);
+  Add(lab.counters->response_bytes, response_bytes);
+  Add(lab.counters->input_size_sum, input_size);
+  Finish(lab, route_index, x, req, trace, client_span, incoming.has_value(),
+         incoming ? incoming->span_id : std::array<uint8_t, 8>{});
+  co_return ok;
+}
+
+void Worker::Finish(Labeled lab, size_t route, Exchange& x,
+                    const http::request<http::string_body>& req, const TraceContext& trace,
+                    const std::array<uint8_t, 8>& client_span, bool has_parent,
+                    const std::array<uint8_t, 8>& parent) {
+  const MonoTime end = g_.clock.MonotonicNow();
+  RequestRecord& r = x.record;
+  auto ns = [](Duration d) { return static_cast<uint64_t>(std::max<int64_t>(d.count(), 1)); };
+  r.stage_ns[static_cast<size_t>(Stage::kTotal)] = ns(end - x.start);
+  const bool reached = x.upstream_start != MonoTime{};
+  if (reached) {
+    const uint64_t upstream = ns(x.upstream_end - x.upstream_start);
+    r.stage_ns[static_cast<size_t>(Stage::kUpstream)] = upstream;
+    r.stage_ns[static_cast<size_t>(Stage::kGateway)] =
+        ns(Duration(r.total_ns() > upstream ? r.total_ns() - upstream : 1));
+  }
+  r.start = lab.metrics->ToWall(x.start);
+  r.status = x.status;
+  r.failed = x.failed;
+
+  // The stages the upstream reports.
+  std::vector<ServerTimingMetric> timing;
+  if (!x.server_timing.empty()) timing = ParseServerTiming(x.server_timing);
+  for (const ServerTimingMetric& m : timing) {
+    if (!(m.duration_ms >= 0)) continue;
+    const uint64_t d = static_cast<uint64_t>(m.duration_ms * 1e6);
+    if (std::optional<Stage> s = StageForServerTiming(m.name)) {
+      r.stage_ns[static_cast<size_t>(*s)] += d;
+      continue;
+    }
+    const std::string name = SanitizeStageName(m.name);
+    if (name.empty()) continue;
+    auto key = std::make_pair(static_cast<const RequestMetrics*>(lab.metrics), name);
+    auto it = stages_.find(key);
+    if (it == stages_.end()) {
+      it = stages_.emplace(key, g_.StageSeries(route, *lab.metrics, name)).first;
+    }
+    if (it->second != nullptr) {
+      it->second->Record(d);
+    } else {
+      Add(g_.counters.stage_series_dropped);
+    }
+  }
+
+  lab.counters->CountStatus(x.status);
+  if (x.failed) Add(lab.counters->failed);
+  const SampleDecision decision = lab.metrics->RecordRequest(r);
+  if (decision != SampleDecision::kKept || g_.otlp == nullptr) return;
+
+  // Export the kept request as spans: the gateway's, the upstream call's, and one per reported
+  // stage laid back to back inside the upstream call (Server-Timing gives durations, not
+  // offsets).
+  Add(g_.counters.spans_offered);
+  const RouteConfig& rc = *g_.routes[route].config;
+  Span server;
+  server.trace_id = trace.trace_id;
+  server.span_id = trace.span_id;
+  if (has_parent) server.parent_span_id = parent;
+  server.name = Cat(View(req.method_string()), " ", rc.name);
+  server.kind = Span::Kind::kServer;
+  server.start_unix_nano = UnixNanos(r.start);
+  server.end_unix_nano = UnixNanos(lab.metrics->ToWall(end));
+  const std::string_view target = View(req.target());
+  server.attributes = {
+      {"http.request.method", std::string(View(req.method_string()))},
+      {"url.path", std::string(target.substr(0, target.find('?')))},
+      {"http.response.status_code", static_cast<int64_t>(x.status)},
+      {"tailguard.route", lab.metrics->labels().route},
+      {"tailguard.model", lab.metrics->labels().model},
+      {"tailguard.version", lab.metrics->labels().version},
+      {"tailguard.input_size", static_cast<int64_t>(r.input_size)},
+  };
+  if (r.stage_ns[static_cast<size_t>(Stage::kFirstToken)] != 0) {
+    server.attributes.push_back(
+        {"tailguard.time_to_first_token_ms",
+         static_cast<double>(r.stage_ns[static_cast<size_t>(Stage::kFirstToken)]) / 1e6});
+  }
+  server.error = x.failed;
+  if (x.failed) server.status_message = Cat("status ", std::to_string(x.status));
+  if (!g_.otlp->Export(server) || !reached || x.upstream == SIZE_MAX) return;
+
+  Span call;
+  call.trace_id = trace.trace_id;
+  call.span_id = client_span;
+  call.parent_span_id = trace.span_id;
+  const UpstreamState& up = *g_.upstreams[x.upstream];
+  call.name = Cat("upstream ", up.address());
+  call.kind = Span::Kind::kClient;
+  call.start_unix_nano = UnixNanos(lab.metrics->ToWall(x.upstream_start));
+  call.end_unix_nano = UnixNanos(lab.metrics->ToWall(x.upstream_end));
+  call.attributes = {{"server.address", up.host},
+                     {"server.port", static_cast<int64_t>(up.port)},
+                     {"http.response.status_code", static_cast<int64_t>(x.status)}};
+  call.error = x.failed;
+  g_.otlp->Export(call);
+
+  int64_t at = call.start_unix_nano;
+  for (const ServerTimingMetric& m : timing) {
+    if (!(m.duration_ms >= 0)) continue;
+    Span stage;
+    stage.trace_id = trace.trace_id;
+    stage.span_id = NewSpanId();
+    stage.parent_span_id = client_span;
+    stage.name = m.name;
+    stage.kind = Span::Kind::kInternal;
+    stage.start_unix_nano = at;
+    at += static_cast<int64_t>(m.duration_ms * 1e6);
+    stage.end_unix_nano = at;
+    if (!m.description.empty()) stage.attributes.push_back({"description", m.description});
+    g_.otlp->Export(std::move(stage));
+  }
+}
+
+}  // namespace
+
+Labeled Gateway::Impl::Lookup(size_t route, std::string model, std::string version) {
+  RouteRuntime& rt = routes[route];
+  {
+    std::lock_guard<std::mutex> lock(labels_mu);
+    const auto pair = std::make_pair(model, version);
+    if (std::find(rt.label_sets.begin(), rt.label_sets.end(), pair) == rt.label_sets.end()) {
+      if (rt.label_sets.size() >= kMaxLabelSetsPerRoute) {
+        Add(counters.label_overflow);
+        model = "other";
+        version = "other";
+      } else {
+        rt.label_sets.push_back(pair);
+      }
+    }
+  }
+  absl::StatusOr<RequestMetrics*> m =
+      registry.Requests(RouteLabels{std::move(model), std::move(version), rt.config->name});
+  if (!m.ok()) {
+    // Labels are never empty here; fall back to the route's own series all the same.
+    m = registry.Requests(RouteLabels{rt.config->name, "default", rt.config->name});
+  }
+  return Labeled{*m, route_counters.Get(*m)};
+}
+
+Series* Gateway::Impl::StageSeries(size_t route, const RequestMetrics& m, const std::string& name) {
+  RouteRuntime& rt = routes[route];
+  {
+    std::lock_guard<std::mutex> lock(labels_mu);
+    if (std::find(rt.stage_names.begin(), rt.stage_names.end(), name) == rt.stage_names.end()) {
+      if (rt.stage_names.size() >= kMaxStageNamesPerRoute) return nullptr;
+      rt.stage_names.push_back(name);
+    }
+  }
+  absl::StatusOr<Series*> s =
+      registry.GetOrCreate(kRequestDurationMetric, {{"model", m.labels().model},
+                                                    {"version", m.labels().version},
+                                                    {"route", m.labels().route},
+                                                    {"stage", name}});
+  return s.ok() ? *s : nullptr;
+}
+
+void Gateway::Impl::Accept() {
+  if (draining.load()) return;
+  Worker& w = *workers[next_worker.fetch_add(1, std::memory_order_relaxed) % workers.size()];
+  acceptor->async_accept(w.ioc(), [this, &w](beast::error_code ec, tcp::socket socket) {
+    if (ec == net::error::operation_aborted || !acceptor->is_open()) return;
+    if (!ec) {
+      net::co_spawn(w.ioc(), w.Session(std::move(socket)), net::detached);
+    } else if (ec == net::error::no_descriptors || ec == net::error::no_buffer_space) {
+      Log(Cat("accept failed: ", ec.message(), "; raise the open-file limit (ulimit -n)"));
+    }
+    Accept();
+  });
+}
+
+Gateway::Gateway(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Gateway::~Gateway() { Shutdown(); }
+
+absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Create(GatewayOptions options) {
+  auto g = std::make_unique<Impl>(std::move(options));
+  const GatewayConfig& cfg = g->config();
+  if (cfg.routes.empty()) return absl::InvalidArgumentError("routes: at least one is needed");
+
+  // Upstreams: one state per distinct host:port, resolved once now.
+  net::io_context resolve_ioc;
+  tcp::resolver resolver(resolve_ioc);
+  g->routes.resize(cfg.routes.size());
+  for (size_t r = 0; r < cfg.routes.size(); ++r) {
+    RouteRuntime& rt = g->routes[r];
+    rt.config = &cfg.routes[r];
+    rt.request_timeout = rt.config->request_timeout.value_or(cfg.timeouts.request);
+    for (const HostPort& hp : rt.config->upstreams) {
+      size_t u = 0;
+      for (; u < g->upstreams.size(); ++u) {
+        if (g->upstreams[u]->host == hp.host && g->upstreams[u]->port == hp.port) break;
+      }
+      if (u == g->upstreams.size()) {
+        beast::error_code ec;
+        auto results = resolver.resolve(hp.host, std::to_string(hp.port), ec);
+        if (ec || results.empty()) {
+          return absl::InvalidArgumentError(Cat("routes[", std::to_string(r), "] (",
+                                                rt.config->name, "): upstream ", hp.ToString(),
+                                                " does not resolve: ", ec.message()));
+        }
+        g->upstreams.push_back(std::make_unique<UpstreamState>(hp.host, hp.port));
+        g->upstream_endpoints.push_back(results.begin()->endpoint());
+      }
+      rt.upstreams.push_back(u);
+    }
+    if (rt.upstreams.empty()) {
+      return absl::InvalidArgumentError(
+          Cat("routes[", std::to_string(r), "] (", rt.config->name, "): no upstream"));
+    }
+  }
+
+  LiveLoopOptions loop_options;
+  loop_options.tick = cfg.tick;
+  loop_options.log = g->options.log;
+  absl::StatusOr<std::unique_ptr<LiveLoop>> loop =
+      LiveLoop::Create(g->registry, g->options.rules, loop_options, &g->route_counters);
+  if (!loop.ok()) return loop.status();
+  g->loop = std::move(*loop);
+
+  if (!cfg.tracing.otlp_endpoint.empty()) {
+    OtlpOptions o;
+    o.endpoint = cfg.tracing.otlp_endpoint;
+    o.service_name = cfg.tracing.service_name;
+    o.headers = cfg.tracing.headers;
+    o.queue_capacity = cfg.tracing.queue_capacity;
+    o.max_batch = cfg.tracing.max_batch;
+    o.flush_interval = cfg.tracing.flush_interval;
+    o.timeout = cfg.tracing.timeout;
+    absl::StatusOr<std::unique_ptr<OtlpExporter>> otlp = OtlpExporter::Create(std::move(o));
+    if (!otlp.ok()) {
+      return absl::InvalidArgumentError(
+          Cat("tracing.otlp_endpoint: ", std::string(otlp.status().message())));
+    }
+    g->otlp = std::move(*otlp);
+  }
+
+  ApiSources sources;
+  sources.registry = &g->registry;
+  sources.loop = g->loop.get();
+  sources.counters = &g->counters;
+  sources.routes = &g->route_counters;
+  for (const auto& u : g->upstreams) sources.upstreams.push_back(u.get());
+  sources.otlp = g->otlp.get();
+  Impl* raw = g.get();
+  sources.ready = [raw] { return raw->started.load() && !raw->draining.load(); };
+  g->api = std::make_unique<Api>(std::move(sources));
+
+  // Workers and the listening socket.
+  const int threads = cfg.threads > 0
+                          ? cfg.threads
+                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  for (int i = 0; i < threads; ++i) {
+    g->workers.push_back(std::make_unique<Worker>(*g, static_cast<size_t>(i)));
+  }
+  g->accept_ioc = std::make_unique<net::io_context>(1);
+  beast::error_code ec;
+  const net::ip::address address = net::ip::make_address(cfg.listen.host, ec);
+  if (ec) {
+    return absl::InvalidArgumentError(
+        Cat("listen: \"", cfg.listen.host, "\" is not an IP address: ", ec.message()));
+  }
+  const tcp::endpoint endpoint(address, cfg.listen.port);
+  g->acceptor = std::make_unique<tcp::acceptor>(*g->accept_ioc);
+  g->acceptor->open(endpoint.protocol(), ec);
+  if (!ec) g->acceptor->set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) g->acceptor->bind(endpoint, ec);
+  if (!ec) g->acceptor->listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return absl::UnavailableError(
+        Cat("cannot listen on ", cfg.listen.ToString(), ": ", ec.message(),
+            ec == net::error::address_in_use
+                ? "; another process has the port: pick another with listen: or --listen"
+                : ""));
+  }
+  const tcp::endpoint local = g->acceptor->local_endpoint(ec);
+  g->bound = HostPort{cfg.listen.host, local.port()};
+  return std::unique_ptr<Gateway>(new Gateway(std::move(g)));
+}
+
+HostPort Gateway::endpoint() const { return impl_->bound; }
+Registry& Gateway::registry() { return impl_->registry; }
+LiveLoop& Gateway::loop() { return *impl_->loop; }
+const GatewayCounters& Gateway::counters() const { return impl_->counters; }
+
+void Gateway::Start() {
+  Impl& g = *impl_;
+  if (g.started.exchange(true)) return;
+  for (auto& w : g.workers) {
+    Worker* worker = w.get();
+    g.threads.emplace_back([worker] { worker->Run(); });
+  }
+  g.threads.emplace_back([&g] {
+    auto guard = net::make_work_guard(*g.accept_ioc);
+    g.Accept();
+    g.accept_ioc->run();
+  });
+  if (g.options.run_loop) g.loop->Start();
+  g.Log(Cat("listening on ", g.bound.ToString(), " with ", std::to_string(g.workers.size()),
+            " worker thread(s), ", std::to_string(g.config().routes.size()), " route(s)"));
+}
+
+void Gateway::Shutdown() {
+  Impl& g = *impl_;
+  if (g.stopped.exchange(true)) return;
+  g.draining = true;
+  if (g.started.load()) {
+    net::post(*g.accept_ioc, [&g] {
+      beast::error_code ec;
+      g.acceptor->close(ec);
+    });
+    for (auto& w : g.workers) w->Drain();
+    // Let in-flight requests finish, up to the shutdown timeout.
+    const auto deadline = std::chrono::steady_clock::now() + g.config().timeouts.shutdown;
+    while (g.counters.connections_active.load() > 0 &&
+           std::chrono::steady_clock::now() < deadline) {
+      for (auto& w : g.workers) w->Drain();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    const int64_t left = g.counters.connections_active.load();
+    g.accept_ioc->stop();
+    for (auto& w : g.workers) w->Stop();
+    for (auto& t : g.threads) t.join();
+    g.threads.clear();
+    g.loop->Stop();
+    g.Log(left > 0 ? Cat("shut down; ", std::to_string(left),
+                         " connection(s) cut off after timeouts.shutdown")
+                   : std::string("shut down cleanly"));
+  }
+  g.control.join();
+  if (g.otlp) g.otlp->Shutdown(std::chrono::seconds(5));
+}
+
+}  // namespace tailguard::server

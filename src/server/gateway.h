@@ -1,0 +1,69 @@
+// The gateway: an HTTP/1.1 reverse proxy that measures every request it forwards, serves
+// /metrics and the JSON API, exports sampled requests as OTLP spans and runs the live analysis
+// loop. Boost.Beast stays inside gateway.cc; this header does not include it.
+#ifndef TAILGUARD_SERVER_GATEWAY_H_
+#define TAILGUARD_SERVER_GATEWAY_H_
+
+#include <cstdio>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "server/gateway_config.h"
+#include "server/live_loop.h"
+#include "server/stats.h"
+#include "tailguard/alert.h"
+#include "tailguard/clock.h"
+#include "tailguard/registry.h"
+
+namespace tailguard::server {
+
+struct GatewayOptions {
+  GatewayConfig config;
+  AlertConfig rules;  // what the live loop evaluates
+  // Where startup, shutdown, alert transitions and notifications are logged; nullptr for none.
+  std::FILE* log = stderr;
+  // Run the live loop on its own thread every config.tick (the default). Tests turn it off and
+  // call loop().Tick() themselves.
+  bool run_loop = true;
+};
+
+// Threads: config.threads workers, each running its own event loop with its own upstream
+// connection pools (a connection and everything about it stays on one thread); one control
+// thread for /metrics and the API, so they never hold up a proxied request; the live loop's
+// thread; and the OTLP exporter's.
+class Gateway {
+ public:
+  // Resolves the upstreams and binds the listening socket (port 0 picks a free port).
+  // InvalidArgument for a configuration the gateway cannot use (an upstream that does not
+  // resolve, bad rules); Unavailable when the address cannot be bound.
+  static absl::StatusOr<std::unique_ptr<Gateway>> Create(GatewayOptions options);
+  ~Gateway();
+  Gateway(const Gateway&) = delete;
+  Gateway& operator=(const Gateway&) = delete;
+
+  // The address actually bound.
+  HostPort endpoint() const;
+
+  // Starts the threads and begins accepting. Returns at once.
+  void Start();
+
+  // Graceful shutdown: stops accepting, fails /readyz, lets in-flight requests finish and
+  // closes idle connections, waiting at most config.timeouts.shutdown; then stops every
+  // thread and flushes the span exporter. Idempotent; the destructor calls it.
+  void Shutdown();
+
+  Registry& registry();
+  LiveLoop& loop();
+  const GatewayCounters& counters() const;
+
+  // Implementation detail, public only for gateway.cc's helpers.
+  struct Impl;
+
+ private:
+  explicit Gateway(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tailguard::server
+
+#endif  // TAILGUARD_SERVER_GATEWAY_H_

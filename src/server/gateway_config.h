@@ -1,0 +1,178 @@
+// The gateway's configuration file (`tailguard serve --config gateway.yaml`): where to listen,
+// the routes to the model servers, limits, timeouts, passive health and tracing.
+// docs/gateway-config.md is the reference; examples/gateway.yaml is a commented sample.
+#ifndef TAILGUARD_SERVER_GATEWAY_CONFIG_H_
+#define TAILGUARD_SERVER_GATEWAY_CONFIG_H_
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tailguard/clock.h"
+
+namespace tailguard::server {
+
+// A TCP endpoint. An IPv6 host is kept without its brackets ("::1").
+struct HostPort {
+  std::string host;
+  uint16_t port = 0;
+
+  // "127.0.0.1:8080", "[::1]:8080".
+  std::string ToString() const;
+
+  friend bool operator==(const HostPort&, const HostPort&) = default;
+};
+
+// Parses "host:port", or "[ipv6]:port" for IPv6. The host is a name or an address (letters,
+// digits, '-', '.', '_'; inside brackets hex digits, ':', '.' and a "%zone"); the port is
+// 0-65535. InvalidArgument saying what is wrong and how to write it otherwise; the message
+// names no file, so a command-line flag can use it too.
+absl::StatusOr<HostPort> ParseHostPort(std::string_view text);
+
+// How the gateway reads requests on a route, for labels and request introspection.
+enum class RouteProtocol : uint8_t {
+  kAuto,    // by path: KServe v2 (/v2/models/...), OpenAI (/v1/completions,
+            // /v1/chat/completions), anything else plain HTTP
+  kKServe,  // KServe v2 / Triton
+  kOpenAI,  // OpenAI-compatible (vLLM, TGI)
+  kHttp,    // any HTTP/JSON API
+};
+
+// "auto", "kserve", "openai", "http": the names the configuration uses.
+std::string_view RouteProtocolName(RouteProtocol protocol);
+
+// One route: requests whose path starts with `prefix` go to `upstreams`.
+struct RouteConfig {
+  // The `route` label. Default: the prefix. Unique within the configuration.
+  std::string name;
+  // Required. A URL path prefix starting with '/'; unique within the configuration. See
+  // MatchRoute() for how it matches.
+  std::string prefix;
+  // Default: kAuto.
+  RouteProtocol protocol = RouteProtocol::kAuto;
+  // Required, 1 to kMaxUpstreamsPerRoute distinct endpoints with a port of 1-65535.
+  std::vector<HostPort> upstreams;
+  // The `model` label. Empty (the default) means: the model name from the KServe path
+  // (/v2/models/{model}/...) when the request has one, else the route name.
+  std::string model;
+  // The `version` label. Empty (the default) means: the version from the KServe path
+  // (/v2/models/{model}/versions/{version}/...) when the request has one, else "default".
+  std::string version;
+  // Overrides GatewayConfig::timeouts.request for this route; positive. Default: unset.
+  std::optional<Duration> request_timeout;
+  // When not empty, replaces the matched prefix before forwarding (see RewritePath()); starts
+  // with '/'. Default: empty, the path is forwarded unchanged.
+  std::string rewrite_prefix;
+};
+
+// OTLP/HTTP (JSON) trace export.
+struct TracingConfig {
+  // The full OTLP/HTTP traces URL, like "http://127.0.0.1:4318/v1/traces". Default: empty,
+  // tracing export is off.
+  std::string otlp_endpoint;
+  // The `service.name` resource attribute. Default: "tailguard".
+  std::string service_name = "tailguard";
+  // Extra HTTP headers on every export request (e.g. authorization), in file order. Names are
+  // HTTP tokens, values have no control characters. May hold secrets: never log the values.
+  std::vector<std::pair<std::string, std::string>> headers;
+  // Spans waiting for export; more are dropped and counted. 1 to 1048576; default 4096.
+  size_t queue_capacity = 4096;
+  // Spans per export request. 1 to queue_capacity; default 512.
+  size_t max_batch = 512;
+  // How often a partial batch is sent. Positive; default 1 s.
+  Duration flush_interval = std::chrono::seconds(1);
+  // Deadline of one export request. Positive; default 5 s.
+  Duration timeout = std::chrono::seconds(5);
+};
+
+// The whole file. Every field has the documented default when the file leaves it out.
+struct GatewayConfig {
+  // Where the gateway listens. Port 0 picks a free port. Default 127.0.0.1:8080 (this machine
+  // only; "0.0.0.0:8080" listens on every interface).
+  HostPort listen{"127.0.0.1", 8080};
+  // I/O threads; 0 (the default) means one per core. 0 to 1024.
+  int threads = 0;
+
+  struct Limits {
+    // Largest request body accepted; larger requests get 413. Default 16 MiB; at most 4 GiB.
+    size_t max_body_bytes = size_t{16} << 20;
+    // Largest request header block accepted; larger requests get 431. Default 16 KiB; at most
+    // 1 MiB.
+    size_t max_header_bytes = size_t{16} << 10;
+    // Open client connections; more are refused. Default 10000; at most 1048576.
+    size_t max_connections = 10000;
+    // Idle keep-alive connections kept per upstream endpoint. Default 64; at most 65536.
+    size_t max_upstream_idle_per_host = 64;
+  } limits;
+
+  // All positive.
+  struct Timeouts {
+    Duration connect = std::chrono::seconds(1);    // connecting to an upstream
+    Duration request = std::chrono::seconds(30);   // a whole upstream request (see RouteConfig)
+    Duration idle = std::chrono::seconds(60);      // an idle client keep-alive connection
+    Duration shutdown = std::chrono::seconds(10);  // draining in-flight requests on stop
+  } timeouts;
+
+  // Passive health checks per upstream endpoint, as nginx's max_fails / fail_timeout: after
+  // `max_fails` failures within `fail_timeout` the endpoint is skipped for `fail_timeout`.
+  struct Health {
+    int max_fails = 3;                                 // 0 turns the checks off; at most 1000
+    Duration fail_timeout = std::chrono::seconds(10);  // positive
+  } health;
+
+  // Period of the analysis loop. 100 ms to 1 min; default 1 s.
+  Duration tick = std::chrono::seconds(1);
+  // The alert rule file (docs/alerting.md). LoadGatewayConfig() resolves a relative path
+  // against the configuration file's directory. Default: empty, the built-in default rules.
+  std::string rules_file;
+  // Bearer token that mutating API calls must present. From `api_token`, or read from
+  // `api_token_file` by LoadGatewayConfig() with its trailing newline stripped. Never log it.
+  std::string api_token;
+  // `api_token_file` as written (ParseGatewayConfig) or resolved (LoadGatewayConfig); empty
+  // when the file has none. ParseGatewayConfig() does not read it.
+  std::string api_token_file;
+  TracingConfig tracing;
+  // At least one, at most kMaxRoutes.
+  std::vector<RouteConfig> routes;
+};
+
+// What the parser accepts at most.
+inline constexpr size_t kMaxConfigBytes = size_t{4} << 20;
+inline constexpr size_t kMaxRoutes = 1000;
+inline constexpr size_t kMaxUpstreamsPerRoute = 64;
+
+// Parses and validates a configuration. `file_name` is only used in messages. Never throws.
+// InvalidArgument "file:line: field.path: problem" (with how to fix it) for malformed YAML,
+// unknown fields, wrong types and anything outside the ranges documented above. Does not read
+// `rules_file` or `api_token_file`.
+absl::StatusOr<GatewayConfig> ParseGatewayConfig(std::string_view yaml,
+                                                 std::string_view file_name = "<config>");
+
+// Reads and parses the file at `path`, then resolves `rules_file` and `api_token_file`
+// against the file's directory, checks that the rule file can be opened, and reads the token.
+// NotFound when the configuration, rule or token file cannot be read; otherwise as
+// ParseGatewayConfig().
+absl::StatusOr<GatewayConfig> LoadGatewayConfig(const std::string& path);
+
+// The route for a request path: the one with the longest matching prefix, nullptr when none
+// matches. A prefix matches a path that starts with it at a segment boundary: the path equals
+// it, continues with '/' or '?', or the prefix ends with '/'. So "/v1" matches "/v1" and
+// "/v1/x" but not "/v10", while "/v1/" matches "/v1/x" but not "/v1". Does not allocate.
+// The result points into `config.routes`.
+const RouteConfig* MatchRoute(const GatewayConfig& config, std::string_view path);
+
+// The request target to send upstream for `target` (a path, possibly with "?query") matched by
+// `route`: unchanged when `route.rewrite_prefix` is empty, otherwise the matched prefix
+// replaced with it, joined with exactly one '/' ("/fraud/v1/predict" with prefix "/fraud" and
+// rewrite_prefix "/" becomes "/v1/predict"). REQUIRES: MatchRoute() chose `route` for `target`.
+std::string RewritePath(const RouteConfig& route, std::string_view target);
+
+}  // namespace tailguard::server
+
+#endif  // TAILGUARD_SERVER_GATEWAY_CONFIG_H_

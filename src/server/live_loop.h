@@ -1,0 +1,160 @@
+// The live analysis loop: once per tick the registry is collected, each series' windows feed its
+// anomaly detector and the alert engine, samples are gathered, and history is kept for the API.
+#ifndef TAILGUARD_SERVER_LIVE_LOOP_H_
+#define TAILGUARD_SERVER_LIVE_LOOP_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "server/stats.h"
+#include "tailguard/alert.h"
+#include "tailguard/detect.h"
+#include "tailguard/registry.h"
+
+namespace tailguard::server {
+
+struct LiveLoopOptions {
+  // The analysis period. Must equal the registry's slot (WindowOptions::slot). Default 1 s.
+  Duration tick = std::chrono::seconds(1);
+  // The window whose statistics each tick observes. Default 10 s.
+  Duration window = std::chrono::seconds(10);
+  // Most alert events and anomalies kept for /api/v1/events. Default 10 000.
+  size_t event_capacity = 10000;
+  // Most sampled requests kept for /api/v1/samples (the newest win). Default 2000.
+  size_t sample_capacity = 2000;
+  // How long per-minute points are kept in memory. Default 24 h.
+  Duration minute_history = std::chrono::hours(24);
+  // Where alert transitions and notifications are logged, one line each; nullptr for none.
+  std::FILE* log = nullptr;
+};
+
+// The statistics of a series at the latest tick, over LiveLoopOptions::window.
+struct SeriesSnapshot {
+  std::string id;  // 16 hex digits, stable across restarts: a hash of the key
+  Series* series = nullptr;
+  uint64_t count = 0;  // requests in the window
+  double rate = 0;     // requests per second over the window
+  double p50 = Observation::kMissing, p90 = Observation::kMissing;
+  double p99 = Observation::kMissing, p999 = Observation::kMissing;  // seconds
+  double mean = Observation::kMissing, max = Observation::kMissing;  // seconds
+  double error_ratio = Observation::kMissing;  // only for the total stage of a route
+  double anomaly_score = 0;                    // the detector's level, in [0, 1]
+  double baseline_p99 = Observation::kMissing;
+  AlertState alert_state = AlertState::kNormal;  // the worst over the rules
+  std::string severity;                          // of the worst alert, "" when normal
+};
+
+// One point of a series' history.
+struct HistoryPoint {
+  WallTime time{};  // end of the interval
+  uint64_t count = 0;
+  double p50 = Observation::kMissing, p90 = Observation::kMissing;
+  double p99 = Observation::kMissing, p999 = Observation::kMissing;
+  double mean = Observation::kMissing, max = Observation::kMissing;
+  double anomaly_score = Observation::kMissing;
+  double baseline_p99 = Observation::kMissing;
+};
+
+// An entry of the event timeline: an alert transition, a notification, or an anomaly.
+struct TimelineEvent {
+  uint64_t id = 0;  // increasing
+  WallTime time{};
+  std::string type;  // "alert", "notification" or "anomaly"
+  std::string kind;  // alert: AlertEventKindName; notification: "firing"/"resolved"; "anomaly"
+  std::string rule;
+  std::string series;  // key ("" for a notification)
+  std::string severity;
+  std::string receiver;  // notifications only
+  double value = Observation::kMissing;
+  double threshold = Observation::kMissing;
+  double baseline_p99 = Observation::kMissing;
+  std::string message;  // one line for a person
+};
+
+// A sampled request with its route.
+struct SampleView {
+  RouteLabels route;
+  SampledRequest sample;
+};
+
+// Thread-safe: Tick() runs on the loop's thread (or a test's), the accessors on any thread.
+class LiveLoop final : private AlertSink {
+ public:
+  // `counters` (may be null) gives the error ratio of each route's total series.
+  static absl::StatusOr<std::unique_ptr<LiveLoop>> Create(Registry& registry, AlertConfig rules,
+                                                          LiveLoopOptions options,
+                                                          RouteCounterTable* counters);
+  ~LiveLoop() override;
+
+  // Collects the registry and analyses every series at the registry's now. Tests call it
+  // directly on a FakeClock; Start() calls it every tick on the real clock.
+  void Tick();
+
+  // Runs Tick() every tick on a thread of its own until Stop().
+  void Start();
+  void Stop();
+
+  std::vector<SeriesSnapshot> Snapshot() const;
+  // The series with `id`, nullptr when unknown.
+  Series* FindSeries(std::string_view id) const;
+  // Points of series `id` ending at from+step, from+2*step, ... <= to. Within the registry's
+  // window span (1 h) each point is the exact merge of its slots; older points come from the
+  // per-minute history (a step below 1 min there is rounded up to 1 min). NotFound for an
+  // unknown id; InvalidArgument for step <= 0, to < from, or more than 11 000 points.
+  absl::StatusOr<std::vector<HistoryPoint>> History(std::string_view id, WallTime from, WallTime to,
+                                                    Duration step) const;
+  std::vector<ActiveAlert> ActiveAlerts() const;
+  // The newest events with id > after_id, oldest first, at most `limit`.
+  std::vector<TimelineEvent> Events(uint64_t after_id, size_t limit) const;
+  // The slowest sampled requests of the last `within`, slowest first, at most `limit`.
+  std::vector<SampleView> SlowestSamples(Duration within, size_t limit) const;
+
+  uint64_t ticks() const { return ticks_.load(std::memory_order_relaxed); }
+  const AlertConfig& rules() const;
+
+  // 16 hex digits: FNV-1a 64 of the series key.
+  static std::string SeriesId(std::string_view key);
+
+ private:
+  struct SeriesState;
+  LiveLoop(Registry& registry, LiveLoopOptions options, RouteCounterTable* counters);
+
+  // AlertSink: called inside Tick() with mu_ held.
+  void OnEvent(const AlertEvent& event) override;
+  void OnNotification(const Notification& notification) override;
+  void PushEvent(TimelineEvent e);  // REQUIRES: mu_ held
+
+  Registry& registry_;
+  const LiveLoopOptions options_;
+  RouteCounterTable* const counters_;
+
+  mutable std::mutex mu_;
+  std::unique_ptr<AlertEngine> engine_;                                // guarded by mu_
+  absl::flat_hash_map<Series*, std::unique_ptr<SeriesState>> states_;  // guarded by mu_
+  absl::flat_hash_map<std::string, Series*> by_id_;                    // guarded by mu_
+  std::vector<SeriesSnapshot> snapshot_;                               // guarded by mu_
+  std::deque<TimelineEvent> events_;                                   // guarded by mu_
+  uint64_t next_event_id_ = 1;                                         // guarded by mu_
+  std::deque<SampleView> samples_;                                     // guarded by mu_
+  WallTime last_minute_{};                                             // guarded by mu_
+  std::atomic<uint64_t> ticks_{0};
+
+  std::mutex run_mu_;
+  std::condition_variable run_cv_;
+  bool stop_ = false;  // guarded by run_mu_
+  std::thread thread_;
+};
+
+}  // namespace tailguard::server
+
+#endif  // TAILGUARD_SERVER_LIVE_LOOP_H_

@@ -1,0 +1,133 @@
+// Counters of the gateway, shared by the worker threads (which only add) and the /metrics page
+// (which only reads). Every counter is a relaxed atomic: each is a self-contained number.
+#ifndef TAILGUARD_SERVER_STATS_H_
+#define TAILGUARD_SERVER_STATS_H_
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "tailguard/clock.h"
+#include "tailguard/registry.h"
+
+namespace tailguard::server {
+
+inline void Add(std::atomic<uint64_t>& c, uint64_t n = 1) {
+  c.fetch_add(n, std::memory_order_relaxed);
+}
+inline uint64_t Load(const std::atomic<uint64_t>& c) { return c.load(std::memory_order_relaxed); }
+
+// Counters of one (model, version, route): requests by HTTP status, bytes, and samples exported.
+struct RouteCounters {
+  explicit RouteCounters(RequestMetrics* m) : metrics(m) {}
+
+  RequestMetrics* const metrics;
+  // Indexed by status code; 0 holds codes outside [100, 599] and requests without an answer
+  // (the client went away, or a stream broke after its header).
+  std::array<std::atomic<uint64_t>, 600> by_code{};
+  std::atomic<uint64_t> request_bytes{0};
+  std::atomic<uint64_t> response_bytes{0};
+  std::atomic<uint64_t> input_size_sum{0};  // KServe tensor elements, OpenAI prompt characters
+  std::atomic<uint64_t> streamed_tokens{0};
+  std::atomic<uint64_t> failed{0};  // 5xx, upstream errors and broken streams
+
+  void CountStatus(int code) { Add(by_code[code >= 100 && code < 600 ? code : 0]); }
+};
+
+// Why the upstream exchange failed.
+enum class UpstreamError : uint8_t { kConnect, kTimeout, kReset, kProtocol };
+inline constexpr int kUpstreamErrorKinds = 4;
+inline const char* UpstreamErrorName(UpstreamError e) {
+  switch (e) {
+    case UpstreamError::kConnect:
+      return "connect";
+    case UpstreamError::kTimeout:
+      return "timeout";
+    case UpstreamError::kReset:
+      return "reset";
+    case UpstreamError::kProtocol:
+      return "protocol";
+  }
+  return "unknown";
+}
+
+// One upstream server (host:port) with its passive health, shared by every route and worker
+// that sends to it. Passive health as nginx's max_fails / fail_timeout: after `max_fails`
+// consecutive failures the upstream is skipped for `fail_timeout`, then tried again.
+struct UpstreamState {
+  UpstreamState(std::string host_, uint16_t port_) : host(std::move(host_)), port(port_) {}
+
+  const std::string host;
+  const uint16_t port;
+  std::string address() const { return host + ":" + std::to_string(port); }
+
+  std::atomic<uint64_t> requests{0};
+  std::array<std::atomic<uint64_t>, kUpstreamErrorKinds> errors{};
+  std::atomic<uint32_t> consecutive_fails{0};
+  std::atomic<int64_t> down_until_ns{0};  // monotonic; 0 when up
+
+  bool Available(MonoTime now) const {
+    return down_until_ns.load(std::memory_order_relaxed) <= now.time_since_epoch().count();
+  }
+  void Success() {
+    consecutive_fails.store(0, std::memory_order_relaxed);
+    down_until_ns.store(0, std::memory_order_relaxed);
+  }
+  void Failure(UpstreamError e, MonoTime now, int max_fails, Duration fail_timeout) {
+    Add(errors[static_cast<size_t>(e)]);
+    const uint32_t fails = consecutive_fails.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (max_fails > 0 && fails >= static_cast<uint32_t>(max_fails)) {
+      down_until_ns.store((now + fail_timeout).time_since_epoch().count(),
+                          std::memory_order_relaxed);
+    }
+  }
+};
+
+// Gateway-wide counters.
+struct GatewayCounters {
+  std::atomic<uint64_t> connections_accepted{0};
+  std::atomic<uint64_t> connections_rejected{0};  // over limits.max_connections
+  std::atomic<int64_t> connections_active{0};
+  std::atomic<int64_t> in_flight{0};
+  // Requests answered by the gateway itself with an error before reaching a route, by reason.
+  std::atomic<uint64_t> bad_request{0};           // 400: malformed HTTP or body
+  std::atomic<uint64_t> not_found{0};             // 404: no route
+  std::atomic<uint64_t> too_large{0};             // 413: body over limits.max_body_bytes
+  std::atomic<uint64_t> header_too_large{0};      // 431: header over limits.max_header_bytes
+  std::atomic<uint64_t> stage_series_dropped{0};  // Server-Timing names over the per-route cap
+  std::atomic<uint64_t> label_overflow{0};        // (model, version) pairs over the per-route cap
+  std::atomic<uint64_t> spans_offered{0};
+  std::atomic<uint64_t> admin_requests{0};
+};
+
+// Route counters by RequestMetrics; entries are created once and never removed, so a pointer
+// handed out stays valid for the life of the table.
+class RouteCounterTable {
+ public:
+  RouteCounters* Get(RequestMetrics* m) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& c : all_) {
+      if (c->metrics == m) return c.get();
+    }
+    all_.push_back(std::make_unique<RouteCounters>(m));
+    return all_.back().get();
+  }
+  std::vector<RouteCounters*> All() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<RouteCounters*> out;
+    for (auto& c : all_) out.push_back(c.get());
+    return out;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<RouteCounters>> all_;  // guarded by mu_
+};
+
+}  // namespace tailguard::server
+
+#endif  // TAILGUARD_SERVER_STATS_H_

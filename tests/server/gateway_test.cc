@@ -1,0 +1,520 @@
+// The gateway end to end: a real tg_test_upstream process behind a Gateway on loopback, driven
+// with libcurl. Every port is ephemeral.
+#include "server/gateway.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "server/gateway_config.h"
+#include "server/protocol.h"
+
+extern char** environ;
+
+namespace tailguard::server {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// A child process that prints "listening on HOST:PORT" on its first line.
+class Upstream {
+ public:
+  Upstream() {
+    int fds[2];
+    EXPECT_EQ(pipe(fds), 0);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+    posix_spawn_file_actions_addclose(&actions, fds[0]);
+    const char* argv[] = {TG_TEST_UPSTREAM, "--listen", "127.0.0.1:0", nullptr};
+    EXPECT_EQ(
+        posix_spawn(&pid_, TG_TEST_UPSTREAM, &actions, nullptr, const_cast<char**>(argv), environ),
+        0);
+    posix_spawn_file_actions_destroy(&actions);
+    close(fds[1]);
+    FILE* out = fdopen(fds[0], "r");
+    char line[256] = {};
+    EXPECT_NE(fgets(line, sizeof(line), out), nullptr) << "tg_test_upstream did not start";
+    fclose(out);
+    const std::string text(line);
+    port_ = std::stoi(text.substr(text.rfind(':') + 1));
+  }
+  ~Upstream() {
+    kill(pid_, SIGTERM);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+  }
+  int port() const { return port_; }
+
+ private:
+  pid_t pid_ = 0;
+  int port_ = 0;
+};
+
+// A loopback port with nothing listening.
+int DeadPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+struct Reply {
+  long status = 0;
+  std::string body;
+  std::string headers;
+  CURLcode code = CURLE_OK;
+  // Each piece of body as it arrived, with seconds since the request started.
+  std::vector<std::pair<double, std::string>> pieces;
+  std::chrono::steady_clock::time_point start;
+};
+
+size_t OnBody(char* data, size_t size, size_t n, void* user) {
+  Reply* r = static_cast<Reply*>(user);
+  r->body.append(data, size * n);
+  r->pieces.emplace_back(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - r->start).count(),
+      std::string(data, size * n));
+  return size * n;
+}
+size_t OnHeader(char* data, size_t size, size_t n, void* user) {
+  static_cast<Reply*>(user)->headers.append(data, size * n);
+  return size * n;
+}
+
+Reply Fetch(int port, const std::string& path, const std::vector<std::string>& headers = {},
+            const std::string* body = nullptr, const char* method = nullptr) {
+  Reply r;
+  CURL* c = curl_easy_init();
+  const std::string url = "http://127.0.0.1:" + std::to_string(port) + path;
+  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, OnBody);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, OnHeader);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, &r);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_slist* list = nullptr;
+  list = curl_slist_append(list, "Expect:");
+  for (const std::string& h : headers) list = curl_slist_append(list, h.c_str());
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, list);
+  if (body != nullptr) {
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body->data());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, static_cast<long>(body->size()));
+  }
+  if (method != nullptr) curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+  r.start = std::chrono::steady_clock::now();
+  r.code = curl_easy_perform(c);
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+  curl_slist_free_all(list);
+  curl_easy_cleanup(c);
+  return r;
+}
+
+Reply Post(int port, const std::string& path, const std::string& body,
+           const std::vector<std::string>& headers = {}) {
+  return Fetch(port, path, headers, &body);
+}
+
+// Writes raw bytes and returns everything the server sends until it closes.
+std::string Raw(int port, const std::string& bytes) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  EXPECT_EQ(write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) out.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return out;
+}
+
+class GatewayTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    upstream_ = new Upstream();
+  }
+  static void TearDownTestSuite() {
+    delete upstream_;
+    upstream_ = nullptr;
+  }
+
+  // Starts a gateway with `routes_yaml` (a YAML list under routes:; $UP is the upstream's
+  // port) and `extra` top-level YAML.
+  void Start(const std::string& routes_yaml, const std::string& extra = "") {
+    std::string routes = routes_yaml;
+    for (size_t at; (at = routes.find("$UP")) != std::string::npos;) {
+      routes.replace(at, 3, std::to_string(upstream_->port()));
+    }
+    const std::string yaml = "listen: 127.0.0.1:0\nthreads: 2\n" + extra + "routes:\n" + routes;
+    absl::StatusOr<GatewayConfig> config = ParseGatewayConfig(yaml, "test.yaml");
+    ASSERT_TRUE(config.ok()) << config.status() << "\n" << yaml;
+    GatewayOptions options;
+    options.config = *config;
+    options.log = nullptr;
+    options.run_loop = false;
+    AlertRule rule;
+    rule.name = "p99_vs_baseline";
+    options.rules.rules.push_back(rule);
+    absl::StatusOr<std::unique_ptr<Gateway>> g = Gateway::Create(std::move(options));
+    ASSERT_TRUE(g.ok()) << g.status();
+    gateway_ = std::move(*g);
+    gateway_->Start();
+    port_ = gateway_->endpoint().port;
+  }
+
+  void TearDown() override { gateway_.reset(); }
+
+  // The series of `stage` on (model, route), or nullptr.
+  Series* Stage(const std::string& model, const std::string& route, const std::string& stage,
+                const std::string& version = "default") {
+    return gateway_->registry().Find(
+        kRequestDurationMetric,
+        {{"model", model}, {"version", version}, {"route", route}, {"stage", stage}});
+  }
+  // A request is recorded just after its answer is written: wait until none is in flight, so
+  // the client having its answer means the gateway has its measurement.
+  void Tick() {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (gateway_->counters().in_flight.load() > 0 &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
+    gateway_->loop().Tick();
+  }
+
+  // Collects and returns the cumulative histogram of a stage.
+  Histogram Collected(const std::string& model, const std::string& route,
+                      const std::string& stage) {
+    Tick();
+    Series* s = Stage(model, route, stage);
+    return s == nullptr ? Histogram() : s->Cumulative();
+  }
+
+  static Upstream* upstream_;
+  std::unique_ptr<Gateway> gateway_;
+  int port_ = 0;
+};
+
+Upstream* GatewayTest::upstream_ = nullptr;
+
+const char* kPlainRoute = "  - name: plain\n    prefix: /\n    upstream: 127.0.0.1:$UP\n";
+
+TEST_F(GatewayTest, ProxiesAndPropagatesTraceContext) {
+  Start(kPlainRoute);
+  const std::string parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+  Reply r = Fetch(port_, "/hello?x=1", {"traceparent: " + parent});
+  ASSERT_EQ(r.code, CURLE_OK);
+  EXPECT_EQ(r.status, 200);
+  const json body = json::parse(r.body);
+  EXPECT_EQ(body["path"], "/hello");
+  // Same trace, a new parent (the gateway's client span), the caller's flags.
+  const std::string forwarded = body["traceparent"];
+  std::optional<TraceContext> t = ParseTraceparent(forwarded);
+  ASSERT_TRUE(t.has_value()) << forwarded;
+  EXPECT_EQ(t->TraceIdHex(), "0af7651916cd43dd8448eb211c80319c");
+  EXPECT_NE(t->SpanIdHex(), "b7ad6b7169203331");
+  EXPECT_TRUE(t->sampled());
+  // Without a traceparent the gateway starts a trace.
+  r = Fetch(port_, "/hello");
+  EXPECT_TRUE(ParseTraceparent(std::string(json::parse(r.body)["traceparent"])).has_value());
+
+  const Histogram total = Collected("plain", "plain", "total");
+  EXPECT_EQ(total.count(), 2u);
+  const Histogram upstream = Collected("plain", "plain", "upstream");
+  EXPECT_EQ(upstream.count(), 2u);
+  EXPECT_LE(upstream.max(), total.max());
+}
+
+TEST_F(GatewayTest, KServeLabelsInputSizeAndServerTimingStages) {
+  Start("  - name: triton\n    prefix: /v2/\n    upstream: 127.0.0.1:$UP\n");
+  const std::string body =
+      R"({"inputs":[{"name":"x","datatype":"FP32","shape":[2,3],"data":[1,2,3,4,5,6]},)"
+      R"({"name":"y","datatype":"INT64","shape":[4],"data":[1,2,3,4]}]})";
+  Reply r = Post(port_, "/v2/models/risk/versions/7/infer", body,
+                 {"X-Test-Server-Timing: feature;dur=12.5, infer;dur=40;desc=\"gpu\", "
+                  "rerank;dur=3"});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["model_name"], "risk");
+  Tick();
+  Series* feature = gateway_->registry().Find(
+      kRequestDurationMetric,
+      {{"model", "risk"}, {"version", "7"}, {"route", "triton"}, {"stage", "feature_fetch"}});
+  ASSERT_NE(feature, nullptr);
+  EXPECT_EQ(feature->Cumulative().count(), 1u);
+  EXPECT_NEAR(static_cast<double>(feature->Cumulative().max()), 12.5e6, 12.5e6 * 0.01);
+  Series* rerank = gateway_->registry().Find(
+      kRequestDurationMetric,
+      {{"model", "risk"}, {"version", "7"}, {"route", "triton"}, {"stage", "rerank"}});
+  ASSERT_NE(rerank, nullptr);
+  EXPECT_NEAR(static_cast<double>(rerank->Cumulative().max()), 3e6, 3e6 * 0.01);
+
+  const std::vector<SampleView> samples =
+      gateway_->loop().SlowestSamples(std::chrono::minutes(5), 10);
+  ASSERT_EQ(samples.size(), 1u);
+  EXPECT_EQ(samples[0].sample.record.input_size, 10u);  // 2*3 + 4
+  EXPECT_EQ(samples[0].route.model, "risk");
+  EXPECT_EQ(samples[0].sample.record.status, 200);
+
+  // A malformed inference body is the client's error, answered by the gateway.
+  r = Post(port_, "/v2/models/risk/infer", R"({"inputs":[{"shape":[-1]}]})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(json::parse(r.body)["error"]["code"], "bad_request");
+}
+
+TEST_F(GatewayTest, StreamsServerSentEventsAsTheyArriveAndTimesTheFirstToken) {
+  Start("  - name: llm\n    prefix: /v1/\n    upstream: 127.0.0.1:$UP\n");
+  const std::string body =
+      R"({"model":"qwen","stream":true,"messages":[{"role":"user","content":"hello there"}]})";
+  Reply r =
+      Post(port_, "/v1/chat/completions", body,
+           {"X-Test-First-Token-Ms: 300", "X-Test-Token-Interval-Ms: 100", "X-Test-Tokens: 4"});
+  ASSERT_EQ(r.status, 200);
+  EXPECT_THAT(r.headers, HasSubstr("text/event-stream"));
+  EXPECT_THAT(r.body, HasSubstr("tok3"));
+  EXPECT_THAT(r.body, HasSubstr("data: [DONE]"));
+  // The first event reached the client well before the last: it was not buffered.
+  double first = -1, last = -1;
+  for (const auto& [t, piece] : r.pieces) {
+    if (first < 0 && piece.find("tok0") != std::string::npos) first = t;
+    if (piece.find("[DONE]") != std::string::npos) last = t;
+  }
+  ASSERT_GE(first, 0);
+  EXPECT_GT(last - first, 0.25);
+
+  const Histogram ttft = Collected("qwen", "llm", "first_token");
+  ASSERT_EQ(ttft.count(), 1u);
+  EXPECT_GE(static_cast<double>(ttft.max()), 295e6);
+  EXPECT_LT(static_cast<double>(ttft.max()), 300e6 + 250e6);
+  // Four tokens (the [DONE] marker is none): three gaps of about 100 ms.
+  const Histogram itl = Collected("qwen", "llm", "inter_token");
+  EXPECT_EQ(itl.count(), 3u);
+  EXPECT_GE(static_cast<double>(itl.Quantile(0.5)), 90e6);
+  const std::vector<SampleView> samples =
+      gateway_->loop().SlowestSamples(std::chrono::minutes(5), 10);
+  ASSERT_EQ(samples.size(), 1u);
+  EXPECT_EQ(samples[0].sample.record.input_size, 11u);  // "hello there"
+}
+
+TEST_F(GatewayTest, ErrorsAreJsonWithTheRightStatus) {
+  Start(
+      "  - name: slow\n    prefix: /slow\n    upstream: 127.0.0.1:$UP\n"
+      "    request_timeout: 300ms\n"
+      "  - name: dead\n    prefix: /dead\n    upstream: 127.0.0.1:" +
+          std::to_string(DeadPort()) +
+          "\n"
+          "  - name: plain\n    prefix: /api-like\n    upstream: 127.0.0.1:$UP\n",
+      "limits:\n  max_body_bytes: 1KiB\n");
+  auto code_of = [](const Reply& r) { return json::parse(r.body)["error"]["code"]; };
+
+  Reply r = Fetch(port_, "/slow", {"X-Test-Delay-Ms: 3000"});
+  EXPECT_EQ(r.status, 504);
+  EXPECT_EQ(code_of(r), "upstream_timeout");
+  EXPECT_THAT(std::string(json::parse(r.body)["error"]["message"]), HasSubstr("timeouts.request"));
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - r.start).count(), 2.5);
+
+  r = Fetch(port_, "/dead");
+  EXPECT_EQ(r.status, 502);
+  EXPECT_EQ(code_of(r), "upstream_unavailable");
+
+  r = Fetch(port_, "/api-like", {"X-Test-Action: reset"});
+  EXPECT_EQ(r.status, 502);
+  EXPECT_EQ(code_of(r), "upstream_unavailable");
+
+  r = Fetch(port_, "/nowhere");
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(code_of(r), "not_found");
+
+  r = Post(port_, "/api-like", std::string(2048, 'x'));
+  EXPECT_EQ(r.status, 413);
+  EXPECT_EQ(code_of(r), "too_large");
+
+  const std::string bad = Raw(port_, "GET / HTTP/1.1\r\nHost x\r\n\r\n");
+  EXPECT_THAT(bad, HasSubstr("HTTP/1.1 400 Bad Request"));
+  EXPECT_THAT(bad, HasSubstr(R"("code":"bad_request")"));
+
+  // An upstream's own 5xx passes through and counts as failed.
+  r = Fetch(port_, "/api-like", {"X-Test-Status: 503"});
+  EXPECT_EQ(r.status, 503);
+  Tick();
+  const std::string metrics = Fetch(port_, "/metrics").body;
+  EXPECT_THAT(
+      metrics,
+      HasSubstr(
+          R"(tailguard_requests_total{code="503",model="plain",route="plain",version="default"} 1)"));
+  EXPECT_THAT(
+      metrics,
+      HasSubstr(
+          R"(tailguard_requests_total{code="504",model="slow",route="slow",version="default"} 1)"));
+  EXPECT_THAT(metrics, HasSubstr(R"(tailguard_gateway_errors_total{reason="not_found"} 1)"));
+  EXPECT_THAT(metrics, HasSubstr(R"(tailguard_gateway_errors_total{reason="too_large"} 1)"));
+  EXPECT_THAT(metrics, HasSubstr(R"(kind="timeout",upstream="127.0.0.1:)"));
+}
+
+TEST_F(GatewayTest, PassiveHealthSkipsADeadUpstream) {
+  Start("  - name: pair\n    prefix: /\n    upstreams: [\"127.0.0.1:" + std::to_string(DeadPort()) +
+        "\", \"127.0.0.1:$UP\"]\n");
+  // Connect failures move on to the next upstream: every request succeeds.
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(Fetch(port_, "/x").status, 200) << i;
+  const std::string metrics = Fetch(port_, "/metrics").body;
+  EXPECT_THAT(metrics,
+              testing::ContainsRegex("tailguard_upstream_up\\{upstream=\"127.0.0.1:[0-9]+\"\\} 0"));
+}
+
+TEST_F(GatewayTest, MetricsNegotiatesOpenMetrics) {
+  Start(kPlainRoute);
+  Fetch(port_, "/a");
+  Tick();
+  Reply text = Fetch(port_, "/metrics");
+  EXPECT_THAT(text.headers, HasSubstr("text/plain; version=0.0.4"));
+  EXPECT_THAT(text.body, HasSubstr("# TYPE tailguard_requests_total counter"));
+  EXPECT_THAT(text.body, HasSubstr("tailguard_request_duration_seconds_bucket{"));
+  EXPECT_THAT(text.body, HasSubstr("process_resident_memory_bytes"));
+  EXPECT_THAT(text.body, Not(HasSubstr("# EOF")));
+  Reply om = Fetch(port_, "/metrics", {"Accept: application/openmetrics-text; version=1.0.0"});
+  EXPECT_THAT(om.headers, HasSubstr("application/openmetrics-text"));
+  EXPECT_THAT(om.body, HasSubstr("# TYPE tailguard_requests counter"));
+  EXPECT_THAT(om.body, HasSubstr("\ntailguard_requests_total{"));
+  EXPECT_TRUE(om.body.ends_with("# EOF\n"));
+}
+
+TEST_F(GatewayTest, ApiServesSeriesHistoryAlertsEventsSamples) {
+  Start(kPlainRoute);
+  for (int i = 0; i < 5; ++i) Fetch(port_, "/a");
+  Tick();
+  Reply r = Fetch(port_, "/api/v1/series");
+  ASSERT_EQ(r.status, 200);
+  const json series = json::parse(r.body)["series"];
+  std::string id;
+  for (const json& s : series) {
+    if (s["labels"]["stage"] == "total") id = s["id"];
+    // Stages that never happened are not listed.
+    EXPECT_NE(s["labels"]["stage"], "first_token");
+  }
+  ASSERT_FALSE(id.empty()) << r.body;
+  r = Fetch(port_, "/api/v1/series/" + id + "/history?from=-1m&step=10s");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json points = json::parse(r.body)["points"];
+  EXPECT_EQ(points.size(), 6u);
+  uint64_t count = 0;
+  for (const json& p : points) count += p["count"].get<uint64_t>();
+  EXPECT_EQ(count, 5u);
+  EXPECT_EQ(Fetch(port_, "/api/v1/series/0000/history").status, 404);
+  EXPECT_EQ(Fetch(port_, "/api/v1/series/" + id + "/history?step=banana").status, 400);
+  EXPECT_EQ(Fetch(port_, "/api/v1/alerts").status, 200);
+  EXPECT_EQ(Fetch(port_, "/api/v1/events?limit=5").status, 200);
+  EXPECT_EQ(Fetch(port_, "/api/v1/events?limit=-5").status, 400);
+  r = Fetch(port_, "/api/v1/samples?limit=3");
+  ASSERT_EQ(r.status, 200);
+  const json samples = json::parse(r.body)["samples"];
+  EXPECT_EQ(samples.size(), 3u);
+  EXPECT_TRUE(samples[0]["stages"].contains("upstream"));
+  EXPECT_EQ(samples[0]["trace_id"].get<std::string>().size(), 32u);
+  EXPECT_EQ(Fetch(port_, "/healthz").status, 200);
+  EXPECT_EQ(Fetch(port_, "/readyz").status, 200);
+  EXPECT_EQ(Fetch(port_, "/api/v1/nope").status, 404);
+  const std::string empty;
+  EXPECT_EQ(Fetch(port_, "/api/v1/series", {}, &empty, "DELETE").status, 405);
+}
+
+TEST_F(GatewayTest, ExportsSampledAndFailedRequestsAsOtlpSpans) {
+  Start(kPlainRoute,
+        "tracing:\n  otlp_endpoint: http://127.0.0.1:" + std::to_string(upstream_->port()) +
+            "/v1/traces\n  flush_interval: 100ms\n");
+  Post(upstream_->port(), "/test/reset", "");
+  const std::string trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+  Reply r = Fetch(port_, "/fail",
+                  {"traceparent: 00-" + trace + "-00f067aa0ba902b7-01", "X-Test-Status: 500",
+                   "X-Test-Server-Timing: feature;dur=5, infer;dur=7"});
+  ASSERT_EQ(r.status, 500);
+  // Wait for the batch (the exporter sends every 100 ms).
+  json spans = json::array();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (spans.size() < 4 && std::chrono::steady_clock::now() < deadline) {
+    spans = json::array();
+    for (const json& req : json::parse(Fetch(upstream_->port(), "/test/requests").body)) {
+      if (req["target"] != "/v1/traces") continue;
+      const json batch = json::parse(req["body"].get<std::string>());
+      for (const json& rs : batch["resourceSpans"]) {
+        EXPECT_EQ(rs["resource"]["attributes"][0]["key"], "service.name");
+        for (const json& ss : rs["scopeSpans"]) {
+          for (const json& s : ss["spans"]) spans.push_back(s);
+        }
+      }
+    }
+    if (spans.size() < 4) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(spans.size(), 4u) << spans.dump(1);  // server, client, two stages
+  const json* server = nullptr;
+  const json* client = nullptr;
+  for (const json& s : spans) {
+    EXPECT_EQ(s["traceId"], trace);
+    if (s["kind"] == 2) server = &s;
+    if (s["kind"] == 3) client = &s;
+  }
+  ASSERT_NE(server, nullptr);
+  ASSERT_NE(client, nullptr);
+  EXPECT_EQ((*server)["parentSpanId"], "00f067aa0ba902b7");
+  EXPECT_EQ((*server)["status"]["code"], 2);
+  EXPECT_EQ((*client)["parentSpanId"], (*server)["spanId"]);
+  EXPECT_TRUE((*server)["startTimeUnixNano"].is_string());
+  int stages = 0;
+  for (const json& s : spans) {
+    if (s["kind"] == 1) {
+      EXPECT_EQ(s["parentSpanId"], (*client)["spanId"]);
+      ++stages;
+    }
+  }
+  EXPECT_EQ(stages, 2);
+}
+
+TEST_F(GatewayTest, ShutdownDrainsInFlightRequests) {
+  Start(kPlainRoute);
+  auto slow = std::async(std::launch::async,
+                         [this] { return Fetch(port_, "/slow", {"X-Test-Delay-Ms: 700"}); });
+  // Wait until the request is in flight, then shut down under it.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (gateway_->counters().in_flight.load() == 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(gateway_->counters().in_flight.load(), 1);
+  gateway_->Shutdown();
+  const Reply r = slow.get();
+  EXPECT_EQ(r.code, CURLE_OK);
+  EXPECT_EQ(r.status, 200);
+  // No longer accepting.
+  EXPECT_NE(Fetch(port_, "/after").code, CURLE_OK);
+}
+
+}  // namespace
+}  // namespace tailguard::server
