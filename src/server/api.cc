@@ -196,10 +196,8 @@ ApiResponse Api::Handle(const ApiRequest& request) const {
 ApiResponse Api::Ready() const {
   json upstreams = json::array();
   const MonoTime now = std::chrono::steady_clock::now();
-  size_t up = 0;
   for (const UpstreamState* u : s_.upstreams) {
     const bool ok = u->Available(now);
-    up += ok ? 1 : 0;
     upstreams.push_back({{"upstream", u->address()}, {"up", ok}});
   }
   const bool ready = s_.ready ? s_.ready() : true;
@@ -210,7 +208,22 @@ ApiResponse Api::Ready() const {
 ApiResponse Api::Series(std::string_view query) const {
   json out = json::array();
   const bool all = QueryParam(query, "all") == "1";
+  // match=<selector>: Prometheus series selector syntax, e.g. {route="chat",stage="total"}.
+  std::optional<alert_internal::SeriesSelector> selector;
+  if (auto text = QueryParam(query, "match")) {
+    absl::StatusOr<std::vector<LabelMatcher>> m = ParseSelector(*text);
+    absl::StatusOr<alert_internal::SeriesSelector> compiled =
+        m.ok() ? alert_internal::SeriesSelector::Compile(*m)
+               : absl::StatusOr<alert_internal::SeriesSelector>(m.status());
+    if (!compiled.ok()) {
+      return Error(400, "bad_request",
+                   Cat("match: ", std::string(compiled.status().message()),
+                       "; write a selector like {route=\"chat\",stage=\"total\"}"));
+    }
+    selector = *std::move(compiled);
+  }
   for (const SeriesSnapshot& s : s_.loop->Snapshot()) {
+    if (selector && !selector->Matches(s.series->name(), s.series->labels())) continue;
     // A stage that never happened on a route (no streaming, no Server-Timing) is not shown.
     if (!all && s.count == 0 && s.series->Cumulative().empty()) continue;
     out.push_back({{"id", s.id},

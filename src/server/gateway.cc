@@ -539,9 +539,7 @@ awaitable<bool> Worker::Proxy(beast::tcp_stream& client, http::request<http::str
       req.set("X-Forwarded-For", prior.empty() ? ip : Cat(prior, ", ", ip));
     }
   }
-  if (!rc.rewrite_prefix.empty() && target.starts_with(rc.prefix)) {
-    req.target(Cat(rc.rewrite_prefix, target.substr(rc.prefix.size())));
-  }
+  if (!rc.rewrite_prefix.empty()) req.target(RewritePath(rc, target));
   req.version(11);
   req.keep_alive(true);
   if (!req.body().empty() || req.method() == http::verb::post || req.method() == http::verb::put ||
