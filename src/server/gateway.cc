@@ -216,12 +216,13 @@ class Worker {
   awaitable<void> Session(tcp::socket socket);
 
  private:
-  awaitable<bool> Handle(beast::tcp_stream& client, http::request<http::string_body>& req,
-                         MonoTime start, bool keep_alive);
+  awaitable<bool> Handle(beast::tcp_stream& client, const std::string& peer,
+                         http::request<http::string_body>& req, MonoTime start, bool keep_alive);
   awaitable<bool> Admin(beast::tcp_stream& client, http::request<http::string_body>& req,
                         bool keep_alive);
-  awaitable<bool> Proxy(beast::tcp_stream& client, http::request<http::string_body>& req,
-                        size_t route, MonoTime start, bool keep_alive);
+  awaitable<bool> Proxy(beast::tcp_stream& client, const std::string& peer,
+                        http::request<http::string_body>& req, size_t route, MonoTime start,
+                        bool keep_alive);
   awaitable<bool> WriteError(beast::tcp_stream& client, unsigned version, bool keep_alive,
                              http::status status, std::string_view code, std::string_view message);
   // A connection to upstream `u`: an idle one, or a new one. Null with `ec` set on failure.
@@ -260,6 +261,10 @@ awaitable<void> Worker::Session(tcp::socket socket) {
   Add(c.connections_accepted);
   beast::error_code ec;
   socket.set_option(tcp::no_delay(true), ec);
+  const std::string peer = [&] {
+    const tcp::endpoint e = socket.remote_endpoint(ec);
+    return ec ? std::string() : e.address().to_string();
+  }();
   beast::tcp_stream client(std::move(socket));
   beast::flat_buffer buffer;
   auto entry = sessions_.insert(sessions_.end(), SessionEntry{&client, true});
@@ -324,7 +329,7 @@ awaitable<void> Worker::Session(tcp::socket socket) {
     http::request<http::string_body> req = parser.release();
     const bool keep_alive = req.keep_alive() && !g_.draining.load(std::memory_order_relaxed);
     c.in_flight.fetch_add(1, std::memory_order_relaxed);
-    const bool ok = co_await Handle(client, req, start, keep_alive);
+    const bool ok = co_await Handle(client, peer, req, start, keep_alive);
     c.in_flight.fetch_sub(1, std::memory_order_relaxed);
     if (!ok || !keep_alive) break;
   }
@@ -349,8 +354,9 @@ awaitable<bool> Worker::WriteError(beast::tcp_stream& client, unsigned version, 
   co_return !ec;
 }
 
-awaitable<bool> Worker::Handle(beast::tcp_stream& client, http::request<http::string_body>& req,
-                               MonoTime start, bool keep_alive) {
+awaitable<bool> Worker::Handle(beast::tcp_stream& client, const std::string& peer,
+                               http::request<http::string_body>& req, MonoTime start,
+                               bool keep_alive) {
   const std::string_view target = View(req.target());
   const std::string_view path = target.substr(0, target.find('?'));
   if (Api::Handles(path)) co_return co_await Admin(client, req, keep_alive);
@@ -364,7 +370,7 @@ awaitable<bool> Worker::Handle(beast::tcp_stream& client, http::request<http::st
                                       "gateway configuration"));
   }
   const size_t index = static_cast<size_t>(route - g_.config().routes.data());
-  co_return co_await Proxy(client, req, index, start, keep_alive);
+  co_return co_await Proxy(client, peer, req, index, start, keep_alive);
 }
 
 awaitable<bool> Worker::Admin(beast::tcp_stream& client, http::request<http::string_body>& req,
@@ -406,17 +412,13 @@ size_t Worker::Pick(size_t route) {
 awaitable<std::unique_ptr<UpstreamConn>> Worker::Acquire(size_t u, MonoTime deadline, bool& reused,
                                                          beast::error_code& ec) {
   auto& pool = idle_[u];
-  while (!pool.empty()) {
+  // An idle connection the upstream has closed in the meantime fails at once and is retried
+  // on a fresh one (see Proxy), which is cheaper than probing every connection before use.
+  if (!pool.empty()) {
     std::unique_ptr<UpstreamConn> conn = std::move(pool.back());
     pool.pop_back();
-    // Skip connections the upstream has closed while they sat idle.
-    char probe;
-    const ssize_t n =
-        ::recv(conn->stream.socket().native_handle(), &probe, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      reused = true;
-      co_return conn;
-    }
+    reused = true;
+    co_return conn;
   }
   reused = false;
   auto conn = std::make_unique<UpstreamConn>(ioc_);
@@ -437,8 +439,9 @@ void Worker::Release(size_t u, std::unique_ptr<UpstreamConn> conn) {
   idle_[u].push_back(std::move(conn));
 }
 
-awaitable<bool> Worker::Proxy(beast::tcp_stream& client, http::request<http::string_body>& req,
-                              size_t route_index, MonoTime start, bool keep_alive) {
+awaitable<bool> Worker::Proxy(beast::tcp_stream& client, const std::string& peer,
+                              http::request<http::string_body>& req, size_t route_index,
+                              MonoTime start, bool keep_alive) {
   const RouteRuntime& route = g_.routes[route_index];
   const RouteConfig& rc = *route.config;
   const std::string_view target = View(req.target());
@@ -530,14 +533,9 @@ awaitable<bool> Worker::Proxy(beast::tcp_stream& client, http::request<http::str
   StripHopByHop(req);
   req.erase(http::field::expect);
   req.set("traceparent", FormatTraceparent(forwarded));
-  {
-    beast::error_code ec;
-    const tcp::endpoint peer = client.socket().remote_endpoint(ec);
-    if (!ec) {
-      const std::string ip = peer.address().to_string();
-      const std::string_view prior = View(req["X-Forwarded-For"]);
-      req.set("X-Forwarded-For", prior.empty() ? ip : Cat(prior, ", ", ip));
-    }
+  if (!peer.empty()) {
+    const std::string_view prior = View(req["X-Forwarded-For"]);
+    req.set("X-Forwarded-For", prior.empty() ? peer : Cat(prior, ", ", peer));
   }
   if (!rc.rewrite_prefix.empty()) req.target(RewritePath(rc, target));
   req.version(11);
