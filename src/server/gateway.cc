@@ -185,8 +185,7 @@ struct Exchange {
 
 class Worker {
  public:
-  Worker(Gateway::Impl& g, size_t index)
-      : g_(g), index_(index), ioc_(1), work_(ioc_.get_executor()) {
+  Worker(Gateway::Impl& g, size_t index) : g_(g), ioc_(1), work_(ioc_.get_executor()) {
     rr_.resize(g.routes.size(), index);
     idle_.resize(g.upstreams.size());
   }
@@ -235,7 +234,6 @@ class Worker {
               const std::array<uint8_t, 8>& parent);
 
   Gateway::Impl& g_;
-  const size_t index_;
   net::io_context ioc_;
   net::executor_work_guard<net::io_context::executor_type> work_;
   std::list<SessionEntry> sessions_;
