@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "common/strings.h"
+#include "metrics/exposition.h"
 
 namespace tailguard {
 namespace {
@@ -129,25 +130,11 @@ std::optional<double> CountEntries(const std::string& dir_path) {
   return static_cast<double>(n);
 }
 
-// Shortest text that reads back as `v`; +Inf, -Inf and NaN as Prometheus writes them.
-void AppendNumber(double v, std::string& out) {
-  if (std::isnan(v)) {
-    out += "NaN";
-  } else if (std::isinf(v)) {
-    out += v > 0 ? "+Inf" : "-Inf";
-  } else {
-    char buf[32];
-    const auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
-    out.append(buf, ec == std::errc() ? end : buf);
-  }
-}
-
 void AppendFamily(std::string& out, std::string_view family, std::string_view sample,
                   std::string_view type, std::string_view help, double value) {
   if (std::isnan(value)) return;
-  out += Cat("# HELP ", family, ' ', help, "\n# TYPE ", family, ' ', type, '\n', sample, ' ');
-  AppendNumber(value, out);
-  out += '\n';
+  out += Cat("# HELP ", family, ' ', help, "\n# TYPE ", family, ' ', type, '\n', sample, ' ',
+             FormatSampleValue(value), '\n');
 }
 
 bool ValidPid(std::string_view pid) {

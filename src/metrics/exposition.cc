@@ -3,8 +3,6 @@
 
 #include <charconv>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <map>
 
 namespace tailguard {
@@ -20,28 +18,21 @@ std::string OpenLabels(const Series& s) {
   return s.key().substr(s.name().size(), s.key().size() - s.name().size() - 1);
 }
 
-// Shortest round-trip text of a double, as Prometheus prints floats.
-std::string Number(double v) {
-  char buf[32];
-  // Plain decimals where they are short ("0.00025", "10", "60"), as Go's 'g' format writes
-  // them for Prometheus; exponents only for the very small and the very large.
-  if (v != 0 && std::fabs(v) >= 1e-4 && std::fabs(v) < 1e15) {
-    const auto r = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::fixed);
-    if (r.ec == std::errc()) return std::string(buf, r.ptr);
-  }
-  std::snprintf(buf, sizeof(buf), "%.17g", v);
-  // Try shorter forms that read back the same.
-  for (int precision = 1; precision < 17; ++precision) {
-    char shorter[32];
-    std::snprintf(shorter, sizeof(shorter), "%.*g", precision, v);
-    if (std::strtod(shorter, nullptr) == v) return shorter;
-  }
-  return buf;
-}
-
 }  // namespace
 
 std::span<const double> DefaultExpositionBuckets() { return kDefaultBuckets; }
+
+std::string FormatSampleValue(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  char buf[32];
+  // Plain decimals where they are short ("0.00025", "10", "60"), as Go's 'g' format writes
+  // them for Prometheus; otherwise the shortest form that reads back the same ("1e-05").
+  const bool plain = v != 0 && std::fabs(v) >= 1e-4 && std::fabs(v) < 1e15;
+  const auto r = plain ? std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::fixed)
+                       : std::to_chars(buf, buf + sizeof(buf), v);
+  return std::string(buf, r.ptr);
+}
 
 void AppendPrometheusText(const Registry& registry, std::span<const double> le_seconds,
                           std::string& out) {
@@ -54,7 +45,7 @@ void AppendPrometheusText(const Registry& registry, std::span<const double> le_s
     if (!h.empty()) by_name[s->name()].emplace_back(s, std::move(h));
   }
   std::vector<std::string> le_text;
-  for (double le : le_seconds) le_text.push_back(Number(le));
+  for (double le : le_seconds) le_text.push_back(FormatSampleValue(le));
   for (const auto& [name, series] : by_name) {
     out += "# HELP " + name + " Latency histogram recorded by tailguard, in seconds.\n";
     out += "# TYPE " + name + " histogram\n";
@@ -77,7 +68,7 @@ void AppendPrometheusText(const Registry& registry, std::span<const double> le_s
       }
       out += name + "_bucket" + labels + sep + "le=\"+Inf\"} " + std::to_string(h.count()) + "\n";
       out += name + "_sum" + (s->labels().empty() ? "" : labels + "}") + " " +
-             Number(h.sum() * 1e-9) + "\n";
+             FormatSampleValue(h.sum() * 1e-9) + "\n";
       out += name + "_count" + (s->labels().empty() ? "" : labels + "}") + " " +
              std::to_string(h.count()) + "\n";
     }

@@ -14,13 +14,17 @@ namespace tailguard {
 // histogram_quantile() over them lands within a step of tailguard's own quantiles.
 std::span<const double> DefaultExpositionBuckets();
 
+// A sample value as the text formats write it: the shortest text that reads back the same,
+// without an exponent between 1e-4 and 1e15 ("0.00025", "60", "1e-05"); "NaN", "+Inf", "-Inf".
+std::string FormatSampleValue(double v);
+
 // Appends every series of `registry` to `out` as Prometheus histograms: for each metric name
 // one `# HELP` and one `# TYPE <name> histogram` line, then per series (sorted by key) the
 // cumulative `<name>_bucket{...,le="..."}` lines ending with le="+Inf", `<name>_sum` in seconds
-// and `<name>_count`. Series with nothing collected yet are left out. Values come from each series' cumulative histogram (what collections have
-// moved in), so counters never go down. A value is counted under the first boundary at or above
-// its bucket's upper edge, so a count can sit one 1 % bucket higher than the exact value.
-// REQUIRES: `le_seconds` ascending and positive.
+// and `<name>_count`. Series with nothing collected yet are left out. Values come from each series'
+// cumulative histogram (what collections have moved in), so counters never go down. A value is
+// counted under the first boundary at or above its bucket's upper edge, so a count can sit one 1 %
+// bucket higher than the exact value. REQUIRES: `le_seconds` ascending and positive.
 void AppendPrometheusText(const Registry& registry, std::span<const double> le_seconds,
                           std::string& out);
 

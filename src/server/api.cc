@@ -11,6 +11,7 @@
 #include "metrics/exposition.h"
 #include "nlohmann/json.hpp"
 #include "server/otlp.h"
+#include "server/protocol.h"
 #include "tailguard/series_io.h"
 
 namespace tailguard::server {
@@ -46,26 +47,23 @@ std::optional<std::string> QueryParam(std::string_view query, std::string_view k
     const size_t eq = pair.find('=');
     if (pair.substr(0, eq) != key) continue;
     const std::string_view raw = eq == std::string_view::npos ? "" : pair.substr(eq + 1);
-    std::string out;
-    for (size_t i = 0; i < raw.size(); ++i) {
-      if (raw[i] == '+') {
-        out.push_back(' ');
-      } else if (raw[i] == '%' && i + 2 < raw.size()) {
-        int v = 0;
-        const auto r = std::from_chars(raw.data() + i + 1, raw.data() + i + 3, v, 16);
-        if (r.ec == std::errc() && r.ptr == raw.data() + i + 3) {
-          out.push_back(static_cast<char>(v));
-          i += 2;
-        } else {
-          out.push_back('%');
-        }
-      } else {
-        out.push_back(raw[i]);
-      }
-    }
-    return out;
+    // A malformed escape is taken literally.
+    return PercentDecode(raw, /*plus_as_space=*/true).value_or(std::string(raw));
   }
   return std::nullopt;
+}
+
+// The statistics of a point or of a series' window.
+json PointJson(const HistoryPoint& p) {
+  return {{"count", p.count},
+          {"p50", Num(p.p50)},
+          {"p90", Num(p.p90)},
+          {"p99", Num(p.p99)},
+          {"p999", Num(p.p999)},
+          {"mean", Num(p.mean)},
+          {"max", Num(p.max)},
+          {"anomaly_score", Num(p.anomaly_score)},
+          {"baseline_p99", Num(p.baseline_p99)}};
 }
 
 ApiResponse Error(int status, std::string_view code, std::string_view message) {
@@ -117,15 +115,7 @@ class Page {
     out_ += sample_;
     if (!labels.empty()) out_ += alert_internal::FormatLabelSet(labels);
     out_ += ' ';
-    if (std::isnan(value)) {
-      out_ += "NaN";
-    } else if (value == std::floor(value) && std::fabs(value) < 1e15) {
-      out_ += std::to_string(static_cast<int64_t>(value));
-    } else {
-      char buf[32];
-      std::snprintf(buf, sizeof(buf), "%.17g", value);
-      out_ += buf;
-    }
+    out_ += FormatSampleValue(value);
     out_ += '\n';
   }
 
@@ -222,38 +212,35 @@ ApiResponse Api::Series(std::string_view query) const {
     }
     selector = *std::move(compiled);
   }
+  const bool cumulative = QueryParam(query, "cumulative") == "1";
   for (const SeriesSnapshot& s : s_.loop->Snapshot()) {
     if (selector && !selector->Matches(s.series->name(), s.series->labels())) continue;
+    std::optional<Histogram> since_start;
     // A stage that never happened on a route (no streaming, no Server-Timing) is not shown.
-    if (!all && s.count == 0 && s.series->Cumulative().empty()) continue;
-    out.push_back({{"id", s.id},
-                   {"key", s.series->key()},
-                   {"metric", s.series->name()},
-                   {"labels", LabelsJson(s.series->labels())},
-                   {"count", s.count},
-                   {"rate", Num(s.rate)},
-                   {"p50", Num(s.p50)},
-                   {"p90", Num(s.p90)},
-                   {"p99", Num(s.p99)},
-                   {"p999", Num(s.p999)},
-                   {"mean", Num(s.mean)},
-                   {"max", Num(s.max)},
-                   {"error_ratio", Num(s.error_ratio)},
-                   {"anomaly_score", Num(s.anomaly_score)},
-                   {"baseline_p99", Num(s.baseline_p99)},
-                   {"alert_state", AlertStateName(s.alert_state)},
-                   {"severity", s.severity}});
+    if (!all && s.stats.count == 0 && (since_start = s.series->Cumulative())->empty()) continue;
+    json j = PointJson(s.stats);
+    j.update({{"id", s.id},
+              {"key", s.series->key()},
+              {"metric", s.series->name()},
+              {"labels", LabelsJson(s.series->labels())},
+              {"rate", Num(s.rate)},
+              {"error_ratio", Num(s.error_ratio)},
+              {"alert_state", AlertStateName(s.alert_state)},
+              {"severity", s.severity}});
     // Everything since start, for comparing with Prometheus' histogram_quantile over the
     // exported counters.
-    if (QueryParam(query, "cumulative") == "1") {
-      const Histogram h = s.series->Cumulative();
-      out.back()["cumulative"] = {
+    if (cumulative) {
+      if (!since_start) since_start = s.series->Cumulative();
+      const Histogram& h = *since_start;
+      j["cumulative"] = {
           {"count", h.count()},
           {"p50", h.empty() ? json(nullptr) : json(static_cast<double>(h.Quantile(0.5)) * 1e-9)},
           {"p99", h.empty() ? json(nullptr) : json(static_cast<double>(h.Quantile(0.99)) * 1e-9)}};
     }
+    out.push_back(std::move(j));
   }
-  return Json({{"window_seconds", 10}, {"series", out}});
+  return Json({{"window_seconds", std::chrono::duration<double>(s_.loop->options().window).count()},
+               {"series", out}});
 }
 
 ApiResponse Api::History(std::string_view id, std::string_view query) const {
@@ -275,7 +262,7 @@ ApiResponse Api::History(std::string_view id, std::string_view query) const {
     if (!d) {
       double seconds = 0;
       const auto r = std::from_chars(v->data(), v->data() + v->size(), seconds);
-      if (r.ec == std::errc() && r.ptr == v->data() + v->size() && seconds > 0) {
+      if (r.ec == std::errc() && r.ptr == v->data() + v->size() && seconds > 0 && seconds < 1e9) {
         d = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(seconds));
       }
     }
@@ -293,16 +280,9 @@ ApiResponse Api::History(std::string_view id, std::string_view query) const {
   }
   json out = json::array();
   for (const HistoryPoint& p : *points) {
-    out.push_back({{"time", TimeText(p.time)},
-                   {"count", p.count},
-                   {"p50", Num(p.p50)},
-                   {"p90", Num(p.p90)},
-                   {"p99", Num(p.p99)},
-                   {"p999", Num(p.p999)},
-                   {"mean", Num(p.mean)},
-                   {"max", Num(p.max)},
-                   {"anomaly_score", Num(p.anomaly_score)},
-                   {"baseline_p99", Num(p.baseline_p99)}});
+    json j = PointJson(p);
+    j["time"] = TimeText(p.time);
+    out.push_back(std::move(j));
   }
   return Json({{"id", id},
                {"from", TimeText(from)},

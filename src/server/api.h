@@ -23,7 +23,6 @@ struct ApiRequest {
   std::string_view method;  // "GET", ...
   std::string_view target;  // path and query, e.g. "/api/v1/events?limit=10"
   std::string_view accept;  // the Accept header
-  std::string_view authorization;
 };
 
 struct ApiResponse {

@@ -178,7 +178,7 @@ struct Exchange {
   RequestRecord record;
   uint64_t events = 0;
   int status = 0;
-  bool failed = false;
+  bool failed = false;         // the stream broke after its header (any 5xx counts as failed too)
   size_t upstream = SIZE_MAX;  // which upstream answered (or failed last)
   std::string server_timing;   // the upstream's Server-Timing header
 };
@@ -187,6 +187,7 @@ class Worker {
  public:
   Worker(Gateway::Impl& g, size_t index) : g_(g), ioc_(1), work_(ioc_.get_executor()) {
     rr_.resize(g.routes.size(), index);
+    labels_.resize(g.routes.size());
     idle_.resize(g.upstreams.size());
   }
 
@@ -229,6 +230,7 @@ class Worker {
                                                    beast::error_code& ec);
   void Release(size_t u, std::unique_ptr<UpstreamConn> conn);
   size_t Pick(size_t route);
+  Labeled LabelsFor(size_t route, const std::string& model, const std::string& version);
   void Finish(Labeled lab, size_t route, Exchange& x, const http::request<http::string_body>& req,
               const TraceContext& trace, const std::array<uint8_t, 8>& client_span, bool has_parent,
               const std::array<uint8_t, 8>& parent);
@@ -239,8 +241,13 @@ class Worker {
   std::list<SessionEntry> sessions_;
   std::vector<size_t> rr_;                                        // round-robin position per route
   std::vector<std::vector<std::unique_ptr<UpstreamConn>>> idle_;  // per upstream
-  // (route, model, version) -> labels, so the registry's lock is taken once per label set.
-  absl::flat_hash_map<std::string, Labeled> labels_;
+  // Per route, the (model, version) label sets seen by this worker, so the registry's lock is
+  // taken once per label set (at most kMaxLabelSetsPerRoute + "other" each: a scan is cheap).
+  struct LabelSet {
+    std::string model, version;
+    Labeled labeled;
+  };
+  std::vector<std::vector<LabelSet>> labels_;
   // (metrics, Server-Timing name) -> series, nullptr over the cap.
   absl::flat_hash_map<std::pair<const RequestMetrics*, std::string>, Series*> stages_;
 };
@@ -373,9 +380,8 @@ awaitable<bool> Worker::Handle(beast::tcp_stream& client, const std::string& pee
 
 awaitable<bool> Worker::Admin(beast::tcp_stream& client, http::request<http::string_body>& req,
                               bool keep_alive) {
-  Add(g_.counters.admin_requests);
   const ApiRequest request{View(req.method_string()), View(req.target()),
-                           View(req[http::field::accept]), View(req[http::field::authorization])};
+                           View(req[http::field::accept])};
   // Rendered on the control thread: a slow page never holds up this worker's requests.
   const Api& api = *g_.api;
   ApiResponse r = co_await net::co_spawn(
@@ -394,6 +400,18 @@ awaitable<bool> Worker::Admin(beast::tcp_stream& client, http::request<http::str
   client.expires_after(g_.config().timeouts.request);
   co_await http::async_write(client, res, Token(ec));
   co_return !ec;
+}
+
+Labeled Worker::LabelsFor(size_t route, const std::string& model, const std::string& version) {
+  std::vector<LabelSet>& sets = labels_[route];
+  for (const LabelSet& l : sets) {
+    if (l.model == model && l.version == version) return l.labeled;
+  }
+  const Labeled labeled = g_.Lookup(route, model, version);
+  // A set over the route's cap comes back as "other": not kept, so hostile model names cannot
+  // grow this list (each such request counts in tailguard_series_dropped_total).
+  if (labeled.metrics->labels().model == model) sets.push_back({model, version, labeled});
+  return labeled;
 }
 
 size_t Worker::Pick(size_t route) {
@@ -500,14 +518,7 @@ awaitable<bool> Worker::Proxy(beast::tcp_stream& client, const std::string& peer
   }
   if (model.empty()) model = rc.name;
   if (version.empty()) version = "default";
-  const Labeled lab = [&] {
-    std::string key = Cat(std::to_string(route_index), "\n", model, "\n", version);
-    auto it = labels_.find(key);
-    if (it != labels_.end()) return it->second;
-    const Labeled l = g_.Lookup(route_index, model, version);
-    labels_.emplace(std::move(key), l);
-    return l;
-  }();
+  const Labeled lab = LabelsFor(route_index, model, version);
 
   Exchange x;
   x.start = start;
@@ -564,8 +575,7 @@ awaitable<bool> Worker::Proxy(beast::tcp_stream& client, const std::string& peer
     conn = co_await Acquire(u, deadline, reused, ec);
     if (!conn) {
       error = ec == beast::error::timeout ? UpstreamError::kTimeout : UpstreamError::kConnect;
-      up.Failure(error, g_.clock.MonotonicNow(), g_.config().health.max_fails,
-                 g_.config().health.fail_timeout);
+      up.Failure(error, g_.clock.MonotonicNow());
       if (++connect_attempts < route.upstreams.size() && g_.clock.MonotonicNow() < deadline) {
         continue;
       }
@@ -596,8 +606,7 @@ awaitable<bool> Worker::Proxy(beast::tcp_stream& client, const std::string& peer
     error = ec == beast::error::timeout ? UpstreamError::kTimeout
             : IsParseError(ec)          ? UpstreamError::kProtocol
                                         : UpstreamError::kReset;
-    up.Failure(error, g_.clock.MonotonicNow(), g_.config().health.max_fails,
-               g_.config().health.fail_timeout);
+    up.Failure(error, g_.clock.MonotonicNow());
     break;
   }
 
@@ -606,7 +615,6 @@ awaitable<bool> Worker::Proxy(beast::tcp_stream& client, const std::string& peer
   if (!conn) {
     // No answer from any upstream.
     x.upstream_end = g_.clock.MonotonicNow();
-    x.failed = true;
     const std::string address =
         x.upstream == SIZE_MAX ? std::string("(none)") : g_.upstreams[x.upstream]->address();
     if (error == UpstreamError::kTimeout) {
@@ -639,11 +647,9 @@ awaitable<bool> Worker::Proxy(beast::tcp_stream& client, const std::string& peer
       if (!body.is_done()) co_await http::async_read(conn->stream, conn->buffer, body, Token(ec));
       x.upstream_end = g_.clock.MonotonicNow();
       if (ec) {
-        x.failed = true;
         const bool timeout = ec == beast::error::timeout;
         g_.upstreams[x.upstream]->Failure(timeout ? UpstreamError::kTimeout : UpstreamError::kReset,
-                                          x.upstream_end, g_.config().health.max_fails,
-                                          g_.config().health.fail_timeout);
+                                          x.upstream_end);
         x.status = timeout ? 504 : 502;
         conn.reset();
         ok = co_await WriteError(
@@ -672,7 +678,6 @@ awaitable<bool> Worker::Proxy(beast::tcp_stream& client, const std::string& peer
         client.expires_after(g_.config().timeouts.request);
         co_await http::async_write(client, res, Token(ec));
         ok = !ec;
-        if (code >= 500) x.failed = true;
       }
     } else {
       // Relay the event stream as it arrives, timing every event.
@@ -757,12 +762,11 @@ awaitable<bool> Worker::Proxy(beast::tcp_stream& client, const std::string& peer
         ok = false;
         g_.upstreams[x.upstream]->Failure(
             ec == beast::error::timeout ? UpstreamError::kTimeout : UpstreamError::kReset,
-            x.upstream_end, g_.config().health.max_fails, g_.config().health.fail_timeout);
+            x.upstream_end);
         conn.reset();
       } else if (ok && stream.is_done() && stream.keep_alive()) {
         Release(x.upstream, std::move(conn));
       }
-      if (x.status >= 500) x.failed = true;
     }
   }
 
@@ -791,7 +795,7 @@ void Worker::Finish(Labeled lab, size_t route, Exchange& x,
   }
   r.start = lab.metrics->ToWall(x.start);
   r.status = x.status;
-  r.failed = x.failed;
+  r.failed = x.failed || x.status >= 500;
 
   // The stages the upstream reports.
   std::vector<ServerTimingMetric> timing;
@@ -808,24 +812,24 @@ void Worker::Finish(Labeled lab, size_t route, Exchange& x,
     auto key = std::make_pair(static_cast<const RequestMetrics*>(lab.metrics), name);
     auto it = stages_.find(key);
     if (it == stages_.end()) {
-      it = stages_.emplace(key, g_.StageSeries(route, *lab.metrics, name)).first;
+      Series* series = g_.StageSeries(route, *lab.metrics, name);
+      if (series == nullptr) {  // over the cap: not kept, for the same reason as labels
+        Add(g_.counters.stage_series_dropped);
+        continue;
+      }
+      it = stages_.emplace(std::move(key), series).first;
     }
-    if (it->second != nullptr) {
-      it->second->Record(d);
-    } else {
-      Add(g_.counters.stage_series_dropped);
-    }
+    it->second->Record(d);
   }
 
   lab.counters->CountStatus(x.status);
-  if (x.failed) Add(lab.counters->failed);
+  if (r.failed) Add(lab.counters->failed);
   const SampleDecision decision = lab.metrics->RecordRequest(r);
   if (decision != SampleDecision::kKept || g_.otlp == nullptr) return;
 
   // Export the kept request as spans: the gateway's, the upstream call's, and one per reported
   // stage laid back to back inside the upstream call (Server-Timing gives durations, not
   // offsets).
-  Add(g_.counters.spans_offered);
   const RouteConfig& rc = *g_.routes[route].config;
   Span server;
   server.trace_id = trace.trace_id;
@@ -850,8 +854,8 @@ void Worker::Finish(Labeled lab, size_t route, Exchange& x,
         {"tailguard.time_to_first_token_ms",
          static_cast<double>(r.stage_ns[static_cast<size_t>(Stage::kFirstToken)]) / 1e6});
   }
-  server.error = x.failed;
-  if (x.failed) server.status_message = Cat("status ", std::to_string(x.status));
+  server.error = r.failed;
+  if (r.failed) server.status_message = Cat("status ", std::to_string(x.status));
   if (!g_.otlp->Export(server) || !reached || x.upstream == SIZE_MAX) return;
 
   Span call;
@@ -866,7 +870,7 @@ void Worker::Finish(Labeled lab, size_t route, Exchange& x,
   call.attributes = {{"server.address", up.host},
                      {"server.port", static_cast<int64_t>(up.port)},
                      {"http.response.status_code", static_cast<int64_t>(x.status)}};
-  call.error = x.failed;
+  call.error = r.failed;
   g_.otlp->Export(call);
 
   int64_t at = call.start_unix_nano;
@@ -973,7 +977,8 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Create(GatewayOptions options)
                                                 rt.config->name, "): upstream ", hp.ToString(),
                                                 " does not resolve: ", ec.message()));
         }
-        g->upstreams.push_back(std::make_unique<UpstreamState>(hp.host, hp.port));
+        g->upstreams.push_back(std::make_unique<UpstreamState>(
+            hp.host, hp.port, cfg.health.max_fails, cfg.health.fail_timeout));
         g->upstream_endpoints.push_back(results.begin()->endpoint());
       }
       rt.upstreams.push_back(u);
@@ -992,16 +997,8 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Create(GatewayOptions options)
   if (!loop.ok()) return loop.status();
   g->loop = std::move(*loop);
 
-  if (!cfg.tracing.otlp_endpoint.empty()) {
-    OtlpOptions o;
-    o.endpoint = cfg.tracing.otlp_endpoint;
-    o.service_name = cfg.tracing.service_name;
-    o.headers = cfg.tracing.headers;
-    o.queue_capacity = cfg.tracing.queue_capacity;
-    o.max_batch = cfg.tracing.max_batch;
-    o.flush_interval = cfg.tracing.flush_interval;
-    o.timeout = cfg.tracing.timeout;
-    absl::StatusOr<std::unique_ptr<OtlpExporter>> otlp = OtlpExporter::Create(std::move(o));
+  if (!cfg.tracing.endpoint.empty()) {
+    absl::StatusOr<std::unique_ptr<OtlpExporter>> otlp = OtlpExporter::Create(cfg.tracing);
     if (!otlp.ok()) {
       return absl::InvalidArgumentError(
           Cat("tracing.otlp_endpoint: ", std::string(otlp.status().message())));

@@ -257,8 +257,8 @@ class Parser : public YamlWalker {
     YamlMap m = Map(at, {"otlp_endpoint", "service_name", "headers", "queue_capacity", "max_batch",
                          "flush_interval", "timeout"});
     if (const YamlItem* f = m.Get("otlp_endpoint")) {
-      t.otlp_endpoint = Str(*f);
-      if (!t.otlp_endpoint.empty()) CheckOtlpEndpoint(*f, t.otlp_endpoint);
+      t.endpoint = Str(*f);
+      if (!t.endpoint.empty()) CheckOtlpEndpoint(*f, t.endpoint);
     }
     if (const YamlItem* f = m.Get("service_name")) t.service_name = Label(*f);
     if (const YamlItem* f = m.Get("headers")) {

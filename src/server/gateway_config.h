@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "server/otlp.h"
 #include "tailguard/clock.h"
 
 namespace tailguard::server {
@@ -71,25 +72,11 @@ struct RouteConfig {
   std::string rewrite_prefix;
 };
 
-// OTLP/HTTP (JSON) trace export.
-struct TracingConfig {
-  // The full OTLP/HTTP traces URL, like "http://127.0.0.1:4318/v1/traces". Default: empty,
-  // tracing export is off.
-  std::string otlp_endpoint;
-  // The `service.name` resource attribute. Default: "tailguard".
-  std::string service_name = "tailguard";
-  // Extra HTTP headers on every export request (e.g. authorization), in file order. Names are
-  // HTTP tokens, values have no control characters. May hold secrets: never log the values.
-  std::vector<std::pair<std::string, std::string>> headers;
-  // Spans waiting for export; more are dropped and counted. 1 to 1048576; default 4096.
-  size_t queue_capacity = 4096;
-  // Spans per export request. 1 to queue_capacity; default 512.
-  size_t max_batch = 512;
-  // How often a partial batch is sent. Positive; default 1 s.
-  Duration flush_interval = std::chrono::seconds(1);
-  // Deadline of one export request. Positive; default 5 s.
-  Duration timeout = std::chrono::seconds(5);
-};
+// OTLP/HTTP (JSON) trace export: the `tracing:` block fills the exporter's own options. YAML
+// `otlp_endpoint` is OtlpOptions::endpoint, empty (the default) when tracing export is off;
+// `service_name`, `headers`, `queue_capacity`, `max_batch`, `flush_interval` and `timeout` keep
+// their names and defaults. The retry settings are not configurable and keep their defaults.
+using TracingConfig = OtlpOptions;
 
 // The whole file. Every field has the documented default when the file leaves it out.
 struct GatewayConfig {

@@ -73,8 +73,6 @@ LiveLoop::LiveLoop(Registry& registry, LiveLoopOptions options, RouteCounterTabl
 
 LiveLoop::~LiveLoop() { Stop(); }
 
-const AlertConfig& LiveLoop::rules() const { return engine_->config(); }
-
 std::string LiveLoop::SeriesId(std::string_view key) {
   uint64_t h = 14695981039346656037ull;
   for (unsigned char c : key) {
@@ -90,8 +88,13 @@ void LiveLoop::Tick() {
   registry_.Collect();
   const WallTime now = registry_.Now();
   const std::vector<Series*> all = registry_.AllSeries();
-  const std::vector<RouteCounters*> routes =
-      counters_ != nullptr ? counters_->All() : std::vector<RouteCounters*>{};
+  // Each route's total series, to find its counters (for the error ratio).
+  absl::flat_hash_map<const Series*, RouteCounters*> route_of_total;
+  if (counters_ != nullptr) {
+    for (RouteCounters* rc : counters_->All()) {
+      route_of_total[&rc->metrics->stage(Stage::kTotal)] = rc;
+    }
+  }
   const size_t window_ticks = static_cast<size_t>(options_.window / options_.tick);
   const double window_seconds = std::chrono::duration<double>(options_.window).count();
   const size_t score_ticks =
@@ -124,24 +127,17 @@ void LiveLoop::Tick() {
     }
     SeriesState& st = *it->second;
     if (st.counters == nullptr) {
-      for (RouteCounters* rc : routes) {
-        if (&rc->metrics->stage(Stage::kTotal) == s) st.counters = rc;
-      }
+      auto rc = route_of_total.find(s);
+      if (rc != route_of_total.end()) st.counters = rc->second;
     }
 
     SeriesSnapshot snap;
     snap.id = st.id;
     snap.series = s;
-    HistoryPoint stats;
+    HistoryPoint& stats = snap.stats;
+    stats.time = now;
     FillStats(windows[i], stats);
-    snap.count = stats.count;
     snap.rate = static_cast<double>(stats.count) / window_seconds;
-    snap.p50 = stats.p50;
-    snap.p90 = stats.p90;
-    snap.p99 = stats.p99;
-    snap.p999 = stats.p999;
-    snap.mean = stats.mean;
-    snap.max = stats.max;
 
     if (st.counters != nullptr) {
       uint64_t total = 0;
@@ -159,22 +155,22 @@ void LiveLoop::Tick() {
       if (n > 0) snap.error_ratio = static_cast<double>(f) / static_cast<double>(n);
     }
 
-    const AnomalyPoint a = st.detector.Update(now, snap.p99);
-    snap.anomaly_score = std::isnan(snap.p99) ? 0 : a.level;
-    snap.baseline_p99 = a.baseline;
+    const AnomalyPoint a = st.detector.Update(now, stats.p99);
+    stats.anomaly_score = std::isnan(stats.p99) ? 0 : a.level;
+    stats.baseline_p99 = a.baseline;
     st.scores.push_back(
-        {now, static_cast<float>(snap.anomaly_score), static_cast<float>(a.baseline)});
+        {now, static_cast<float>(stats.anomaly_score), static_cast<float>(a.baseline)});
     while (st.scores.size() > score_ticks) st.scores.pop_front();
 
-    if (a.score >= kAnomalyEventScore && !std::isnan(snap.p99)) {
+    if (a.score >= kAnomalyEventScore && !std::isnan(stats.p99)) {
       TimelineEvent e;
       e.time = now;
       e.type = "anomaly";
       e.kind = "anomaly";
       e.series = s->key();
-      e.value = snap.p99;
+      e.value = stats.p99;
       e.baseline_p99 = a.baseline;
-      e.message = Cat("anomaly on ", s->key(), ": P99 ", FormatDuration(snap.p99 * 1e9),
+      e.message = Cat("anomaly on ", s->key(), ": P99 ", FormatDuration(stats.p99 * 1e9),
                       std::isnan(a.baseline)
                           ? std::string()
                           : Cat(" against a baseline of ", FormatDuration(a.baseline * 1e9)),
@@ -186,22 +182,22 @@ void LiveLoop::Tick() {
     obs.time = now;
     obs.metric = s->name();
     obs.labels = s->labels();
-    obs.p50 = snap.p50;
-    obs.p90 = snap.p90;
-    obs.p99 = snap.p99;
-    obs.p999 = snap.p999;
+    obs.p50 = stats.p50;
+    obs.p90 = stats.p90;
+    obs.p99 = stats.p99;
+    obs.p999 = stats.p999;
     obs.rate = snap.rate;
     obs.error_ratio = snap.error_ratio;
-    obs.anomaly_score = snap.anomaly_score;
-    obs.baseline_p99 = snap.baseline_p99;
+    obs.anomaly_score = stats.anomaly_score;
+    obs.baseline_p99 = stats.baseline_p99;
     engine_->Observe(obs);
 
     if (new_minute) {
       HistoryPoint p;
       p.time = now;
       FillStats(minutes[i], p);
-      p.anomaly_score = snap.anomaly_score;
-      p.baseline_p99 = snap.baseline_p99;
+      p.anomaly_score = stats.anomaly_score;
+      p.baseline_p99 = stats.baseline_p99;
       st.minutes.push_back(p);
       while (!st.minutes.empty() && now - st.minutes.front().time > options_.minute_history) {
         st.minutes.pop_front();
@@ -212,13 +208,13 @@ void LiveLoop::Tick() {
   engine_->Advance(now);
 
   // The worst alert state per series.
+  absl::flat_hash_map<std::string_view, SeriesSnapshot*> by_key;
+  for (SeriesSnapshot& snap : snapshot) by_key[snap.series->key()] = &snap;
   for (const ActiveAlert& a : engine_->ActiveAlerts()) {
-    for (SeriesSnapshot& snap : snapshot) {
-      if (snap.series->key() != a.series) continue;
-      if (a.state > snap.alert_state) {
-        snap.alert_state = a.state;
-        snap.severity = a.severity;
-      }
+    auto it = by_key.find(a.series);
+    if (it != by_key.end() && a.state > it->second->alert_state) {
+      it->second->alert_state = a.state;
+      it->second->severity = a.severity;
     }
   }
   snapshot_ = std::move(snapshot);

@@ -38,22 +38,6 @@ struct LiveLoopOptions {
   std::FILE* log = nullptr;
 };
 
-// The statistics of a series at the latest tick, over LiveLoopOptions::window.
-struct SeriesSnapshot {
-  std::string id;  // 16 hex digits, stable across restarts: a hash of the key
-  Series* series = nullptr;
-  uint64_t count = 0;  // requests in the window
-  double rate = 0;     // requests per second over the window
-  double p50 = Observation::kMissing, p90 = Observation::kMissing;
-  double p99 = Observation::kMissing, p999 = Observation::kMissing;  // seconds
-  double mean = Observation::kMissing, max = Observation::kMissing;  // seconds
-  double error_ratio = Observation::kMissing;  // only for the total stage of a route
-  double anomaly_score = 0;                    // the detector's level, in [0, 1]
-  double baseline_p99 = Observation::kMissing;
-  AlertState alert_state = AlertState::kNormal;  // the worst over the rules
-  std::string severity;                          // of the worst alert, "" when normal
-};
-
 // One point of a series' history.
 struct HistoryPoint {
   WallTime time{};  // end of the interval
@@ -63,6 +47,19 @@ struct HistoryPoint {
   double mean = Observation::kMissing, max = Observation::kMissing;
   double anomaly_score = Observation::kMissing;
   double baseline_p99 = Observation::kMissing;
+};
+
+// The statistics of a series at the latest tick, over LiveLoopOptions::window.
+struct SeriesSnapshot {
+  std::string id;  // 16 hex digits, stable across restarts: a hash of the key
+  Series* series = nullptr;
+  // Count, percentiles, mean and max over the window; the detector's level (in [0, 1], 0 when
+  // the window is empty) and baseline at this tick.
+  HistoryPoint stats;
+  double rate = 0;                               // requests per second over the window
+  double error_ratio = Observation::kMissing;    // only for the total stage of a route
+  AlertState alert_state = AlertState::kNormal;  // the worst over the rules
+  std::string severity;                          // of the worst alert, "" when normal
 };
 
 // An entry of the event timeline: an alert transition, a notification, or an anomaly.
@@ -120,7 +117,7 @@ class LiveLoop final : private AlertSink {
   std::vector<SampleView> SlowestSamples(Duration within, size_t limit) const;
 
   uint64_t ticks() const { return ticks_.load(std::memory_order_relaxed); }
-  const AlertConfig& rules() const;
+  const LiveLoopOptions& options() const { return options_; }
 
   // 16 hex digits: FNV-1a 64 of the series key.
   static std::string SeriesId(std::string_view key);

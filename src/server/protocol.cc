@@ -196,28 +196,13 @@ void StoreBigEndian(uint64_t v, uint8_t* out) {
 // Percent-decodes one path segment; nullopt for a bad escape or a decoded '/' or control byte,
 // and for "", "." and "..".
 std::optional<std::string> PathSegment(std::string_view s) {
-  auto hex = [](char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    c = AsciiLower(c);
-    return (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
-  };
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    char c = s[i];
-    if (c == '%') {
-      if (i + 2 >= s.size()) return std::nullopt;
-      const int hi = hex(s[i + 1]);
-      const int lo = hex(s[i + 2]);
-      if (hi < 0 || lo < 0) return std::nullopt;
-      c = static_cast<char>(hi << 4 | lo);
-      i += 2;
-    }
+  std::optional<std::string> out = PercentDecode(s);
+  if (!out) return std::nullopt;
+  for (char c : *out) {
     const unsigned char u = static_cast<unsigned char>(c);
     if (c == '/' || u < 0x20 || u == 0x7f) return std::nullopt;
-    out += c;
   }
-  if (out.empty() || out == "." || out == "..") return std::nullopt;
+  if (out->empty() || *out == "." || *out == "..") return std::nullopt;
   return out;
 }
 
@@ -749,6 +734,31 @@ std::array<uint8_t, 8> NewSpanId() {
   while (v == 0) v = NextRandom();
   StoreBigEndian(v, id.data());
   return id;
+}
+
+std::optional<std::string> PercentDecode(std::string_view text, bool plus_as_space) {
+  auto hex = [](char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    c = AsciiLower(c);
+    return (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
+  };
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '%') {
+      if (i + 2 >= text.size()) return std::nullopt;
+      const int hi = hex(text[i + 1]);
+      const int lo = hex(text[i + 2]);
+      if (hi < 0 || lo < 0) return std::nullopt;
+      c = static_cast<char>(hi << 4 | lo);
+      i += 2;
+    } else if (c == '+' && plus_as_space) {
+      c = ' ';
+    }
+    out += c;
+  }
+  return out;
 }
 
 std::string HexEncode(std::span<const uint8_t> bytes) {

@@ -110,6 +110,10 @@ std::array<uint8_t, 8> NewSpanId();
 // Lowercase hex of `bytes`, two digits a byte.
 std::string HexEncode(std::span<const uint8_t> bytes);
 
+// Decodes %XX escapes (hex digits in either case); with `plus_as_space`, '+' is a space as in
+// query strings. nullopt when a '%' is not followed by two hex digits.
+std::optional<std::string> PercentDecode(std::string_view text, bool plus_as_space = false);
+
 // ---------------------------------------------------------------------------------------------
 // KServe v2 / Triton inference protocol
 

@@ -59,10 +59,13 @@ inline const char* UpstreamErrorName(UpstreamError e) {
 // that sends to it. Passive health as nginx's max_fails / fail_timeout: after `max_fails`
 // consecutive failures the upstream is skipped for `fail_timeout`, then tried again.
 struct UpstreamState {
-  UpstreamState(std::string host_, uint16_t port_) : host(std::move(host_)), port(port_) {}
+  UpstreamState(std::string host_, uint16_t port_, int max_fails_, Duration fail_timeout_)
+      : host(std::move(host_)), port(port_), max_fails(max_fails_), fail_timeout(fail_timeout_) {}
 
   const std::string host;
   const uint16_t port;
+  const int max_fails;  // 0: never taken out
+  const Duration fail_timeout;
   std::string address() const { return host + ":" + std::to_string(port); }
 
   std::atomic<uint64_t> requests{0};
@@ -77,7 +80,7 @@ struct UpstreamState {
     consecutive_fails.store(0, std::memory_order_relaxed);
     down_until_ns.store(0, std::memory_order_relaxed);
   }
-  void Failure(UpstreamError e, MonoTime now, int max_fails, Duration fail_timeout) {
+  void Failure(UpstreamError e, MonoTime now) {
     Add(errors[static_cast<size_t>(e)]);
     const uint32_t fails = consecutive_fails.fetch_add(1, std::memory_order_relaxed) + 1;
     if (max_fails > 0 && fails >= static_cast<uint32_t>(max_fails)) {
@@ -100,8 +103,6 @@ struct GatewayCounters {
   std::atomic<uint64_t> header_too_large{0};      // 431: header over limits.max_header_bytes
   std::atomic<uint64_t> stage_series_dropped{0};  // Server-Timing names over the per-route cap
   std::atomic<uint64_t> label_overflow{0};        // (model, version) pairs over the per-route cap
-  std::atomic<uint64_t> spans_offered{0};
-  std::atomic<uint64_t> admin_requests{0};
 };
 
 // Route counters by RequestMetrics; entries are created once and never removed, so a pointer

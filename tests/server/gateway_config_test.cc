@@ -66,7 +66,7 @@ TEST(GatewayConfigTest, Defaults) {
   EXPECT_EQ(c.rules_file, "");
   EXPECT_EQ(c.api_token, "");
   EXPECT_EQ(c.api_token_file, "");
-  EXPECT_EQ(c.tracing.otlp_endpoint, "");
+  EXPECT_EQ(c.tracing.endpoint, "");
   EXPECT_EQ(c.tracing.service_name, "tailguard");
   EXPECT_TRUE(c.tracing.headers.empty());
   EXPECT_EQ(c.tracing.queue_capacity, 4096u);
@@ -159,7 +159,7 @@ routes:
   EXPECT_EQ(c.tick, milliseconds(500));
   EXPECT_EQ(c.rules_file, "rules/p99.yaml");  // resolved only by LoadGatewayConfig
   EXPECT_EQ(c.api_token, "s3cr3t-t0ken");
-  EXPECT_EQ(c.tracing.otlp_endpoint, "https://otel.example.com:4318/v1/traces");
+  EXPECT_EQ(c.tracing.endpoint, "https://otel.example.com:4318/v1/traces");
   EXPECT_EQ(c.tracing.service_name, "edge-gw");
   EXPECT_THAT(c.tracing.headers,
               ElementsAre(Pair("Authorization", "Bearer abc"), Pair("X-Tenant", "ml")));
@@ -225,7 +225,7 @@ TEST(GatewayConfigTest, ParsesTheSampleFile) {
   EXPECT_EQ(c.listen, HP("127.0.0.1", 8080));
   EXPECT_EQ(c.rules_file, std::string(TAILGUARD_EXAMPLES_DIR) + "/rules.yaml");
   EXPECT_EQ(c.api_token, "");
-  EXPECT_EQ(c.tracing.otlp_endpoint, "");  // commented out
+  EXPECT_EQ(c.tracing.endpoint, "");  // commented out
   ASSERT_EQ(c.routes.size(), 3u);
   EXPECT_EQ(c.routes[0].name, "triton");
   EXPECT_EQ(c.routes[0].protocol, RouteProtocol::kKServe);
@@ -257,7 +257,7 @@ TEST(GatewayConfigTest, ParsesTheSampleFile) {
   }
   absl::StatusOr<GatewayConfig> traced = ParseGatewayConfig(uncommented);
   ASSERT_TRUE(traced.ok()) << traced.status();
-  EXPECT_EQ(traced->tracing.otlp_endpoint, "http://127.0.0.1:4318/v1/traces");
+  EXPECT_EQ(traced->tracing.endpoint, "http://127.0.0.1:4318/v1/traces");
   EXPECT_THAT(traced->tracing.headers,
               ElementsAre(Pair("Authorization", "Bearer collector-token")));
 }
