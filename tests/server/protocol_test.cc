@@ -450,7 +450,8 @@ TEST(KServeInputSizeTest, SumsShapeProducts) {
 TEST(KServeInputSizeTest, ReadsOnlyTheJsonHeaderOfBinaryRequests) {
   const std::string json = R"({"inputs":[{"name":"x","shape":[2,2],"datatype":"FP32",)"
                            R"("parameters":{"binary_data_size":16}}]})";
-  std::string body = json + std::string("\x00\x00\x80\x3f{{{{not json\xff\xfe", 20);
+  static constexpr char kBinary[] = "\x00\x00\x80\x3f{{{{not json\xff\xfe";
+  std::string body = json + std::string(kBinary, sizeof(kBinary) - 1);  // without the NUL
   EXPECT_EQ(Size(body, json.size()), 4u);
   EXPECT_THAT(KServeError(body), HasSubstr("malformed JSON"));
   EXPECT_THAT(ErrorOf(KServeInputSize(body, body.size() + 1).status()),
