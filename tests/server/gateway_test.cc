@@ -380,6 +380,19 @@ TEST_F(GatewayTest, ErrorsAreJsonWithTheRightStatus) {
   EXPECT_THAT(metrics, HasSubstr(R"(kind="timeout",upstream="127.0.0.1:)"));
 }
 
+TEST_F(GatewayTest, IdleConnectionsAreClosedAfterTheIdleTimeout) {
+  Start(kPlainRoute, "timeouts:\n  idle: 200ms\n");
+  // A client that connects and says nothing is disconnected.
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(Raw(port_, ""), "");
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GE(waited, 0.19);
+  EXPECT_LT(waited, 5.0);
+  // Keep-alive still works for a client that does talk.
+  EXPECT_EQ(Fetch(port_, "/a").status, 200);
+}
+
 TEST_F(GatewayTest, PassiveHealthSkipsADeadUpstream) {
   Start("  - name: pair\n    prefix: /\n    upstreams: [\"127.0.0.1:" + std::to_string(DeadPort()) +
         "\", \"127.0.0.1:$UP\"]\n");
