@@ -715,6 +715,9 @@ TEST(OtlpExporterTest, DropsAndCountsWhenFull) {
   OtlpOptions o = TestOptions(receiver);
   o.queue_capacity = 4;
   o.max_batch = 2;
+  // The sender may take three spans at once ([s0 s1] then [s2]), leaving s3 alone in the queue:
+  // a partial batch, which goes out at the next flush, so the flush must come soon.
+  o.flush_interval = 50ms;
   auto exporter = MustCreate(o);
   ASSERT_NE(exporter, nullptr);
 
