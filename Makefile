@@ -45,7 +45,7 @@ test-tsan: deps
 
 fuzz: deps
 	@cmake --preset fuzz >/dev/null
-	@cmake --build --preset fuzz -j $(JOBS)
+	@cmake --build --preset fuzz -j $(JOBS) --target tailguard_fuzzers
 	@scripts/run-fuzzers build/fuzz $(FUZZ_SECONDS)
 
 bench: build
