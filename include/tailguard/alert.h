@@ -232,30 +232,114 @@ struct RouteOptions {
   Duration repeat_interval = std::chrono::hours(4);
 };
 
-// Route options of one receiver, overriding AlertConfig::route.
+// Where a receiver's notifications are delivered (src/alert/notify, docs/notifications.md). A
+// receiver without a target (kNone) has its notifications recorded in the event store only.
+struct ReceiverTarget {
+  enum class Kind : uint8_t {
+    kNone,
+    kWeCom,     // WeCom group robot webhook: a markdown message of at most 4096 bytes
+    kWebhook,   // generic JSON webhook (Alertmanager's webhook payload shape)
+    kTemplate,  // an HTTP request whose body is a template filled with alert fields (SMS, phone)
+    kAlertmanager,  // Prometheus Alertmanager API v2: POST {url}/api/v2/alerts
+  };
+  Kind kind = Kind::kNone;
+  // http:// or https://. kAlertmanager: the base URL, e.g. http://127.0.0.1:9093.
+  std::string url;
+  // Extra request headers, e.g. Authorization. Their values are never logged.
+  Labels headers;
+  // kTemplate: the method (POST, PUT or GET), the body template and its content type.
+  std::string method = "POST";
+  std::string body_template;
+  std::string content_type = "application/json";
+  // kWeCom: mobile numbers to @-mention ("@all" for everyone).
+  std::vector<std::string> mentioned_mobile_list;
+  // Deliver the resolved messages too. Default true.
+  bool send_resolved = true;
+  // One delivery attempt's limit. Default 10 s.
+  Duration timeout = std::chrono::seconds(10);
+  // At most this many messages per minute to this receiver; 0 is unlimited. Messages over the
+  // limit wait in the outbox, they are not dropped.
+  double rate_per_minute = 0;
+};
+
+// One receiver: its name, its grouping (overriding AlertConfig::route for the alerts its name
+// gets through rule tiers or route.receiver) and where its messages go.
 struct ReceiverOptions {
   std::string name;
   RouteOptions route;
+  ReceiverTarget target;
 };
+
+// The most levels of nested routes below the root.
+inline constexpr int kMaxRouteDepth = 16;
+
+// A node of the route tree under the root route (Alertmanager's `routes:`). Matched against an
+// alert's labels (series labels, rule labels, "alertname", "severity"; "__name__" is the series'
+// metric): the root's children are tried in order; a matching node tries its own children the
+// same way, and when none matches, the node itself is a match. Matching stops at the first
+// matching sibling unless that one has `continue_matching`. An alert goes to the receivers of
+// every matched node, in addition to the receivers its tiers name.
+struct RouteNode {
+  // All must match; empty matches every alert.
+  std::vector<LabelMatcher> matchers;
+  // "" inherits the parent node's receiver; a top-level node without one has none (it can still
+  // mute and stop sibling matching).
+  std::string receiver;
+  // Unset fields inherit the parent node's (the root's: AlertConfig::route). They group this
+  // node's alerts; the receiver's own options (ReceiverOptions::route) do not apply here.
+  std::optional<std::vector<std::string>> group_by;
+  std::optional<Duration> group_wait;
+  std::optional<Duration> group_interval;
+  std::optional<Duration> repeat_interval;
+  // Schedule names. While one is active, the alerts this node matches are muted for this node's
+  // receiver and for the receivers of their tiers. Unset inherits the parent's; {} clears it.
+  std::optional<std::vector<std::string>> mute_during;
+  // Keep trying the next siblings after this node matched (YAML `continue`). Default false.
+  bool continue_matching = false;
+  // Child nodes, at most kMaxRouteDepth levels deep.
+  std::vector<RouteNode> routes;
+};
+
+// Alertmanager's inhibition: a firing alert that matches `target_matchers` is muted while
+// another firing alert matches `source_matchers` with the same value of every label in `equal`
+// (an absent label is ""). An alert that matches both sides is not muted by alerts that also
+// match both.
+struct InhibitRule {
+  std::vector<LabelMatcher> source_matchers;  // not empty
+  std::vector<LabelMatcher> target_matchers;  // not empty
+  // Label names; "__series__" compares the canonical series keys.
+  std::vector<std::string> equal;
+};
+
+// The default inhibition: an emergency mutes the warnings of the same series
+// (severity="emergency" over severity="warning", equal [__series__]).
+std::vector<InhibitRule> DefaultInhibitRules();
 
 // A whole rule file.
 struct AlertConfig {
   // IANA time zone the schedules are read in, e.g. "Asia/Shanghai". Default "UTC".
   std::string time_zone = "UTC";
-  // Gets alerts whose tiers name no receiver. "" drops them. Default "default".
+  // The root route's receiver: gets alerts whose tiers name no receiver and whose matched
+  // routes have none. "" drops them. Default "default".
   std::string default_receiver = "default";
   // A series that has not been observed for this long while one of its rules is in PreAlert or
   // Alert is evaluated as missing (every statistic NaN) at each Advance() or Observe(), so its
   // alerts resolve after resolve_after instead of firing forever. 0 disables. Default 5 min.
   Duration stale_after = std::chrono::minutes(5);
-  // Grouping for every receiver not listed in `receivers`.
+  // Grouping for every receiver not listed in `receivers`, and the root of the route tree.
   RouteOptions route;
-  // Optional per-receiver grouping. When not empty, every receiver a rule names (and
-  // default_receiver, if not "") must be listed here.
+  // The children of the root route (`route.routes` in YAML). See RouteNode.
+  std::vector<RouteNode> routes;
+  // Per-receiver grouping and delivery targets. When not empty, every receiver a rule or a
+  // route names (and default_receiver, if used and not "") must be listed here.
   std::vector<ReceiverOptions> receivers;
   // At most kMaxSchedules. When several are active at once, the last one in this list that
   // applies to a rule wins.
   std::vector<Schedule> schedules;
+  // Schedule names during which every notification is muted (maintenance windows).
+  std::vector<std::string> maintenance;
+  // Default DefaultInhibitRules(); empty disables inhibition.
+  std::vector<InhibitRule> inhibit_rules = DefaultInhibitRules();
   std::vector<AlertRule> rules;
 };
 
@@ -325,6 +409,7 @@ struct NotifiedAlert {
   Labels labels;
   Labels annotations;
   NotifyStatus status = NotifyStatus::kFiring;
+  Statistic stat = Statistic::kP99;  // the statistic the rule watches
   int tier = 0;
   std::string severity;
   double value = 0;  // latest evaluation (firing) or the one that resolved it
@@ -338,6 +423,9 @@ struct NotifiedAlert {
 struct Notification {
   WallTime time{};  // when it was due (group_wait / group_interval after the group's start)
   std::string receiver;
+  // The route node whose group this is, e.g. "route.routes[1].routes[0]"; "" for the groups of
+  // the receivers named by rule tiers or route.receiver.
+  std::string route;
   std::string group_key;  // the group_by labels: {alertname="x",model="y"}
   Labels group_labels;    // the same, as pairs, in group_by order
   // kFiring while any alert of the group fires; kResolved for the group's last message.
@@ -346,8 +434,21 @@ struct Notification {
   std::vector<NotifiedAlert> alerts;
   uint64_t sequence = 0;  // 1, 2, ... within the group
   bool repeat = false;    // nothing changed; sent because repeat_interval passed
-  // Stable across re-deliveries of this message: receiver, group key, group start, sequence.
+  // Stable across re-deliveries and engine restarts (SaveState): receiver, route node (when
+  // not ""), group key, group start, sequence.
   std::string idempotency_key;
+};
+
+// An alert that became muted: its notifications are held back while the reason lasts.
+struct MutedAlert {
+  WallTime time{};  // the group flush that found it muted
+  std::string rule;
+  std::string series;  // canonical series key
+  Labels labels;       // the alert's labels, as NotifiedAlert::labels
+  // "silence", "inhibit" or "maintenance".
+  std::string reason;
+  // maintenance: the active schedule; inhibit: the muting alert, "rule series"; silence: "".
+  std::string detail;
 };
 
 // Where the engine reports. Called synchronously on the thread that calls the engine, in time
@@ -357,6 +458,19 @@ class AlertSink {
   virtual ~AlertSink() = default;
   virtual void OnEvent(const AlertEvent& event) = 0;
   virtual void OnNotification(const Notification& notification) = 0;
+  // Once per (alert, reason) when a group flush finds a firing alert muted for that reason and
+  // the previous flush that looked at the alert did not. Muted alerts are left out of
+  // notifications.
+  virtual void OnMuted(const MutedAlert& muted) {}
+};
+
+// Decides whether an alert is silenced at a time (silences live in the event store).
+class AlertMuter {
+ public:
+  virtual ~AlertMuter() = default;
+  // `labels`: the alert's labels (sorted by name, including alertname and severity).
+  // Thread: the engine's.
+  virtual bool Silenced(LabelSpan labels, WallTime t) const = 0;
 };
 
 // Keeps everything it is given, for tests and offline replay.
@@ -366,14 +480,17 @@ class CollectingAlertSink final : public AlertSink {
   // AlertSink
   void OnEvent(const AlertEvent& event) override { events.push_back(event); }
   void OnNotification(const Notification& n) override { notifications.push_back(n); }
+  void OnMuted(const MutedAlert& m) override { muted.push_back(m); }
 
   void Clear() {
     events.clear();
     notifications.clear();
+    muted.clear();
   }
 
   std::vector<AlertEvent> events;
   std::vector<Notification> notifications;
+  std::vector<MutedAlert> muted;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -399,6 +516,10 @@ struct AlertEngineStats {
   uint64_t series = 0;        // distinct series seen
   uint64_t events = 0;
   uint64_t notifications = 0;
+  // Alerts that became muted (AlertSink::OnMuted), by reason.
+  uint64_t muted_silence = 0;
+  uint64_t muted_inhibit = 0;
+  uint64_t muted_maintenance = 0;
 };
 
 // Evaluates rules against observations and reports events and notifications to a sink.
@@ -418,12 +539,20 @@ struct AlertEngineStats {
 // not been breached for deescalate_after (to the highest tier breached within that time, never
 // below tier 0 while alerting). Every change of state or tier is one AlertEvent.
 //
-// Grouping: an alert (a (rule, series) in Alert) joins one group per receiver of its tiers
-// 0..tier, keyed by that receiver's group_by labels. A new group is notified group_wait after
-// it starts; then every group_interval if it changed, or if repeat_interval has passed since
-// its last message while alerts fire; a group whose alerts have all ended sends one resolved
-// message and disappears. Notifications due at time T go out from Advance(T), or from the first
-// Observe() later than T.
+// Routing: an alert (a (rule, series) in Alert) joins one group per receiver of its tiers
+// 0..tier (with that receiver's grouping) and one per matched route node that has a receiver
+// (with the node's grouping; a receiver reached both ways is grouped by the node), keyed by the
+// group_by labels; when there is none, route.receiver gets it. Routes are matched again when the
+// alert's tier changes.
+//
+// Grouping: a new group is flushed group_wait after it starts, then every group_interval. A
+// flush leaves out the muted alerts (silenced by the AlertMuter, inhibited, or in a maintenance
+// window) and notifies when the visible alerts (and their tiers) differ from what the group's
+// last message showed, or when an alert it showed has resolved, or when repeat_interval has
+// passed since its last message and alerts are visible. An alert that resolves before a
+// message showed it is never sent. A group whose alerts have all ended sends its last (resolved)
+// message, if it has one to send, and disappears. Notifications due at time T go out from
+// Advance(T), or from the first Observe() later than T.
 //
 // Cost: the first observation of a series matches it against every rule (regexes included) and
 // allocates its state; later ones cost one hash lookup plus, per matching rule, a few compares.
@@ -434,8 +563,9 @@ class AlertEngine {
  public:
   // Validates `config` (ValidateAlertConfig) and loads its time zone from /usr/share/zoneinfo.
   // InvalidArgument for a bad configuration or an unknown time zone. `sink` must outlive the
-  // engine.
-  static absl::StatusOr<std::unique_ptr<AlertEngine>> Create(AlertConfig config, AlertSink& sink);
+  // engine, and so must `muter` when not null (null: nothing is silenced).
+  static absl::StatusOr<std::unique_ptr<AlertEngine>> Create(AlertConfig config, AlertSink& sink,
+                                                             const AlertMuter* muter = nullptr);
 
   virtual ~AlertEngine() = default;
 
@@ -459,6 +589,24 @@ class AlertEngine {
   virtual const AlertEngineStats& stats() const = 0;
   // The configuration in use, with defaults filled in (e.g. empty tiers replaced).
   virtual const AlertConfig& config() const = 0;
+
+  // The whole mutable state (every (rule, series) machine that is not Normal or is counting a
+  // breach, with its series' metric, labels and last times; every group with its alerts,
+  // timing, sequence and last-shown set) as an opaque, versioned byte string. Stats are not
+  // part of it.
+  virtual std::string SaveState() const = 0;
+
+  // Replaces the state with one from SaveState() of an engine with a possibly different
+  // configuration: machines of rules that no longer exist, or whose series the rule no longer
+  // selects, are dropped (their alerts show as resolved in the groups that showed them); groups
+  // of receivers or route nodes that no longer exist are dropped; restored alerts are routed
+  // again under this configuration. Route nodes are known by their position
+  // ("route.routes[1]"), receivers by name. Emits no events and no notifications by itself:
+  // the same observations then produce the same events and notifications, with the same
+  // sequence numbers and idempotency keys, as an engine that never stopped.
+  // InvalidArgument for a corrupt, truncated or unknown-version string; the engine is empty
+  // then.
+  virtual absl::Status RestoreState(std::string_view state) = 0;
 };
 
 }  // namespace tailguard

@@ -1,12 +1,16 @@
 // The rule file parser: YAML to AlertConfig, every error as "file:line: field.path: problem".
 #include <yaml-cpp/yaml.h>
 
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
 #include "absl/time/time.h"
 #include "alert/config_internal.h"
 #include "alert/schedule.h"
+#include "alert/selector.h"
 #include "common/strings.h"
 #include "common/yaml_fields.h"
 
@@ -106,6 +110,166 @@ class Parser : public YamlWalker {
     if (const Item* f = m.Get("group_wait")) route.group_wait = Dur(*f);
     if (const Item* f = m.Get("group_interval")) route.group_interval = Dur(*f);
     if (const Item* f = m.Get("repeat_interval")) route.repeat_interval = Dur(*f);
+  }
+
+  static bool Bool(const Item& at) {
+    const std::string s = Str(at);
+    if (s == "true") return true;
+    if (s == "false") return false;
+    Fail(at, Cat("expected true or false, got \"", s, "\""));
+  }
+
+  // "${NAME}" replaced by the environment variable NAME. Messages name the variable, never a
+  // value: URLs and headers hold secrets.
+  static std::string Expand(const std::string& text, const YAML::Mark& mark,
+                            const std::string& path) {
+    std::string out;
+    for (size_t i = 0; i < text.size();) {
+      if (text.compare(i, 2, "${") != 0) {
+        out.push_back(text[i++]);
+        continue;
+      }
+      const size_t end = text.find('}', i + 2);
+      if (end == std::string::npos) {
+        Fail(mark, path, "unterminated \"${\" (write ${NAME} for the environment variable NAME)");
+      }
+      const std::string name = text.substr(i + 2, end - i - 2);
+      bool valid = !name.empty() && !(name[0] >= '0' && name[0] <= '9');
+      for (char c : name) {
+        valid &=
+            (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+      }
+      if (!valid) Fail(mark, path, Cat("\"${", name, "}\" is not an environment variable name"));
+      const char* value = std::getenv(name.c_str());
+      if (value == nullptr) Fail(mark, path, Cat("environment variable ", name, " is not set"));
+      out += value;
+      i = end + 1;
+    }
+    return out;
+  }
+
+  // "20/min", "1/s", "100/h": messages per minute.
+  static double Rate(const Item& at) {
+    const std::string s = Str(at);
+    const size_t slash = s.find('/');
+    double n = -1;
+    double per_minute = 0;
+    if (slash != std::string::npos) {
+      const std::string_view unit = std::string_view(s).substr(slash + 1);
+      per_minute = unit == "s" || unit == "sec" || unit == "second"   ? 60
+                   : unit == "min" || unit == "m" || unit == "minute" ? 1
+                   : unit == "h" || unit == "hour"                    ? 1.0 / 60
+                                                                      : 0;
+      auto [ptr, ec] = std::from_chars(s.data(), s.data() + slash, n);
+      if (ec != std::errc() || ptr != s.data() + slash || !std::isfinite(n)) n = -1;
+    }
+    if (n < 0 || per_minute == 0) {
+      Fail(at, Cat("expected a rate like \"20/min\", \"1/s\" or \"100/h\", got \"", s, "\""));
+    }
+    return n * per_minute;
+  }
+
+  // Label matchers written as strings: ['severity="emergency"', 'model=~"rank.*"'].
+  std::vector<LabelMatcher> Matchers(const Item& at) {
+    std::vector<LabelMatcher> out;
+    for (const Item& e : List(at)) {
+      const std::string text = Str(e);
+      absl::StatusOr<std::vector<LabelMatcher>> m = ParseSelector(Cat("{", text, "}"));
+      if (!m.ok() || m->empty()) {
+        Fail(e, Cat("expected a label matcher like severity=\"critical\" or model=~\"rank.*\", "
+                    "got \"",
+                    text, "\""));
+      }
+      if (absl::StatusOr<alert_internal::SeriesSelector> s =
+              alert_internal::SeriesSelector::Compile(*m);
+          !s.ok()) {
+        Fail(e, std::string(s.status().message()));
+      }
+      out.insert(out.end(), m->begin(), m->end());
+    }
+    return out;
+  }
+
+  RouteNode ParseRouteNode(const Item& at, int depth) {
+    MapItem m = Map(at, {"matchers", "receiver", "group_by", "group_wait", "group_interval",
+                         "repeat_interval", "continue", "mute_during", "routes"});
+    RouteNode n;
+    if (const Item* f = m.Get("matchers")) n.matchers = Matchers(*f);
+    if (const Item* f = m.Get("receiver")) n.receiver = Name(*f);
+    if (const Item* f = m.Get("group_by")) n.group_by = Names(*f);
+    if (const Item* f = m.Get("group_wait")) n.group_wait = Dur(*f);
+    if (const Item* f = m.Get("group_interval")) n.group_interval = Dur(*f);
+    if (const Item* f = m.Get("repeat_interval")) n.repeat_interval = Dur(*f);
+    if (const Item* f = m.Get("continue")) n.continue_matching = Bool(*f);
+    if (const Item* f = m.Get("mute_during")) {
+      n.mute_during.emplace();
+      for (const Item& e : List(*f)) n.mute_during->push_back(Name(e));
+    }
+    if (const Item* f = m.Get("routes")) n.routes = ParseRoutes(*f, depth + 1);
+    return n;
+  }
+
+  std::vector<RouteNode> ParseRoutes(const Item& at, int depth) {
+    if (depth > kMaxRouteDepth) {
+      Fail(at, Cat("routes nest deeper than ", kMaxRouteDepth, " levels"));
+    }
+    std::vector<RouteNode> out;
+    for (const Item& e : List(at)) out.push_back(ParseRouteNode(e, depth));
+    return out;
+  }
+
+  ReceiverTarget ParseTarget(const MapItem& m) {
+    using Kind = ReceiverTarget::Kind;
+    ReceiverTarget t;
+    const Item* given = nullptr;
+    for (Kind kind : {Kind::kWeCom, Kind::kWebhook, Kind::kTemplate, Kind::kAlertmanager}) {
+      const Item* f = m.Get(alert_internal::TargetKindField(kind));
+      if (f == nullptr) continue;
+      if (given != nullptr) {
+        Fail(*f, Cat("cannot be combined with ", given->key, " (a receiver has one target)"));
+      }
+      given = f;
+      t.kind = kind;
+    }
+    if (given != nullptr) {
+      MapItem k = t.kind == Kind::kWeCom ? Map(*given, {"url", "mentioned_mobile_list"})
+                  : t.kind == Kind::kTemplate
+                      ? Map(*given, {"url", "method", "content_type", "headers", "body"})
+                      : Map(*given, {"url", "headers"});
+      const Item* url = k.Get("url");
+      if (url == nullptr) Fail(given->mark, k.PathOf("url"), "required");
+      t.url = Expand(Str(*url), url->mark, url->path);
+      if (const Item* f = k.Get("headers")) {
+        t.headers = StringMap(*f);
+        for (auto& [name, value] : t.headers) {
+          const std::string path = Cat(f->path, '.', name);
+          value = Expand(value, MarkOf(path), path);
+        }
+      }
+      if (const Item* f = k.Get("method")) {
+        t.method = Name(*f);
+        for (char& c : t.method) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      }
+      if (const Item* f = k.Get("content_type")) t.content_type = Name(*f);
+      if (const Item* f = k.Get("body")) t.body_template = Str(*f);
+      if (const Item* f = k.Get("mentioned_mobile_list")) t.mentioned_mobile_list = Names(*f);
+    }
+    if (const Item* f = m.Get("rate_limit")) t.rate_per_minute = Rate(*f);
+    if (const Item* f = m.Get("send_resolved")) t.send_resolved = Bool(*f);
+    if (const Item* f = m.Get("timeout")) t.timeout = Dur(*f);
+    return t;
+  }
+
+  InhibitRule ParseInhibitRule(const Item& at) {
+    MapItem m = Map(at, {"source_matchers", "target_matchers", "equal"});
+    InhibitRule r;
+    for (const char* side : {"source_matchers", "target_matchers"}) {
+      const Item* f = m.Get(side);
+      if (f == nullptr) Fail(at.mark, m.PathOf(side), "required");
+      (side[0] == 's' ? r.source_matchers : r.target_matchers) = Matchers(*f);
+    }
+    if (const Item* f = m.Get("equal")) r.equal = Names(*f);
+    return r;
   }
 
   DebounceSpec ParseDebounce(const Item& at) {
@@ -373,7 +537,7 @@ class Parser : public YamlWalker {
 AlertConfig Parser::Parse(const YAML::Node& root) {
   AlertConfig c;
   MapItem top = Map(Root(root), {"timezone", "stale_after", "route", "receivers", "defaults",
-                                 "schedules", "rules"});
+                                 "schedules", "maintenance", "inhibit_rules", "rules"});
   if (const Item* f = top.Get("stale_after")) c.stale_after = Dur(*f);
   if (const Item* f = top.Get("timezone")) {
     c.time_zone = Str(*f);
@@ -383,18 +547,37 @@ AlertConfig Parser::Parse(const YAML::Node& root) {
     }
   }
   if (const Item* f = top.Get("route")) {
-    MapItem m =
-        Map(*f, {"receiver", "group_by", "group_wait", "group_interval", "repeat_interval"});
+    MapItem m = Map(
+        *f, {"receiver", "group_by", "group_wait", "group_interval", "repeat_interval", "routes"});
     if (const Item* r = m.Get("receiver")) c.default_receiver = Str(*r);
     ParseRouteFields(m, c.route);
+    if (const Item* r = m.Get("routes")) c.routes = ParseRoutes(*r, 1);
   }
   if (const Item* f = top.Get("receivers")) {
     for (const Item& e : List(*f)) {
-      MapItem m = Map(e, {"name", "group_by", "group_wait", "group_interval", "repeat_interval"});
+      MapItem m =
+          Map(e, {"name", "group_by", "group_wait", "group_interval", "repeat_interval", "wecom",
+                  "webhook", "template", "alertmanager", "rate_limit", "send_resolved", "timeout"});
       const Item* name = m.Get("name");
       if (name == nullptr) Fail(e.mark, m.PathOf("name"), "required");
-      ReceiverOptions r{Name(*name), c.route};
+      ReceiverOptions r;
+      r.name = Name(*name);
+      r.route = c.route;
       ParseRouteFields(m, r.route);
+      r.target = ParseTarget(m);
+      if (r.target.kind == ReceiverTarget::Kind::kAlertmanager) {
+        // Alertmanager resolves a firing alert it has not heard of for resolve_timeout (5 min by
+        // default), as Prometheus re-sends active alerts every minute. Unless told otherwise,
+        // this receiver's groups are looked at and re-sent every minute.
+        if (m.Get("group_interval") == nullptr) {
+          r.route.group_interval =
+              std::min<Duration>(r.route.group_interval, std::chrono::minutes(1));
+        }
+        if (m.Get("repeat_interval") == nullptr) {
+          r.route.repeat_interval =
+              std::max<Duration>(r.route.group_interval, std::chrono::minutes(1));
+        }
+      }
       c.receivers.push_back(std::move(r));
     }
   }
@@ -405,6 +588,11 @@ AlertConfig Parser::Parse(const YAML::Node& root) {
   }
   if (const Item* f = top.Get("schedules")) {
     for (const Item& e : List(*f)) c.schedules.push_back(ParseSchedule(e));
+  }
+  if (const Item* f = top.Get("maintenance")) c.maintenance = Names(*f);
+  if (const Item* f = top.Get("inhibit_rules")) {
+    c.inhibit_rules.clear();
+    for (const Item& e : List(*f)) c.inhibit_rules.push_back(ParseInhibitRule(e));
   }
   if (const Item* f = top.Get("rules")) {
     for (const Item& e : List(*f)) c.rules.push_back(ParseRule(e));

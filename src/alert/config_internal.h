@@ -24,6 +24,10 @@ std::optional<ConfigIssue> FindConfigIssue(const AlertConfig& config);
 // Fills what the engine needs filled: empty tiers become DefaultAlertTiers().
 void NormalizeConfig(AlertConfig& config);
 
+// The YAML field of a receiver target kind: "wecom", "webhook", "template", "alertmanager"; ""
+// for kNone.
+std::string_view TargetKindField(ReceiverTarget::Kind kind);
+
 // Durations are parsed by tailguard::ParseDurationText (common/duration.h).
 using ::tailguard::ParseDurationText;
 

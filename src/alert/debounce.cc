@@ -9,6 +9,28 @@ bool DebounceMachine::CleanFor(int k, WallTime t, Duration d) const {
   return t - clean_since_[k] >= d;
 }
 
+bool DebounceMachine::IsIdleAt(WallTime t, Duration horizon) const {
+  if (state_ != AlertState::kNormal) return false;
+  for (int k = 0; k < kMaxAlertTiers; ++k) {
+    if (streak_[k] > 0) return false;
+    if (clean_since_[k] != WallTime::min() && t - clean_since_[k] < horizon) return false;
+  }
+  return true;
+}
+
+DebounceSnapshot DebounceMachine::Save() const {
+  return {state_, tier_, since_, breach_start_, streak_, clean_since_};
+}
+
+void DebounceMachine::Load(const DebounceSnapshot& s) {
+  state_ = s.state;
+  tier_ = s.tier;
+  since_ = s.since;
+  breach_start_ = s.breach_start;
+  streak_ = s.streak;
+  clean_since_ = s.clean_since;
+}
+
 int DebounceMachine::Retier(WallTime t, int tiers, const DebounceOptions& o, Transition* out) {
   int up = tier_;
   for (int k = tiers - 1; k > tier_; --k) {

@@ -18,6 +18,16 @@ struct Transition {
   int to_tier;
 };
 
+// Everything a DebounceMachine holds, for saving and restoring the engine's state.
+struct DebounceSnapshot {
+  AlertState state = AlertState::kNormal;
+  int tier = -1;
+  WallTime since{};
+  WallTime breach_start{};
+  std::array<uint32_t, kMaxAlertTiers> streak{};
+  std::array<WallTime, kMaxAlertTiers> clean_since{};
+};
+
 // The algorithm (see AlertEngine in alert.h for the contract):
 //   Each evaluation brings the highest breached tier b (-1: none). For every tier k the machine
 //   keeps streak[k], the number of consecutive evaluations with b >= k, and clean_since[k], the
@@ -55,6 +65,16 @@ class DebounceMachine {
   WallTime since() const { return since_; }
   // First evaluation of the current breach (meaningful while streak[0] > 0 or not Normal).
   WallTime breach_start() const { return breach_start_; }
+
+  // True when the machine behaves like a new one at every step after `t` for a rule whose
+  // resolve_after and deescalate_after are at most `horizon`: Normal, no breach being counted,
+  // and every tier clean for at least `horizon` at `t`.
+  bool IsIdleAt(WallTime t, Duration horizon) const;
+
+  DebounceSnapshot Save() const;
+  // Replaces the state. REQUIRES: s.tier < tiers of the rule it will be stepped for (-1 only in
+  // Normal).
+  void Load(const DebounceSnapshot& s);
 
  private:
   // True when tier k has not been breached for at least `d` by time t.

@@ -1,23 +1,34 @@
-// The alert engine: series lookup, threshold selection, the debounce machines and the grouper.
+// The alert engine: series lookup, threshold selection, the debounce machines, routing, the
+// grouper, and saving and restoring all of it.
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <functional>
+#include <set>
+#include <tuple>
 
 #include "absl/container/flat_hash_map.h"
 #include "alert/config_internal.h"
 #include "alert/debounce.h"
 #include "alert/grouper.h"
+#include "alert/route.h"
 #include "alert/schedule.h"
 #include "alert/selector.h"
+#include "alert/state.h"
 #include "common/strings.h"
 
 namespace tailguard {
 namespace {
 
 using alert_internal::DebounceMachine;
+using alert_internal::DebounceSnapshot;
 using alert_internal::Grouper;
 using alert_internal::LiveAlert;
+using alert_internal::RouteTree;
+using alert_internal::SavedLive;
+using alert_internal::SavedMachine;
+using alert_internal::SavedSeries;
+using alert_internal::SavedState;
 using alert_internal::ScheduleClock;
 using alert_internal::SeriesSelector;
 using alert_internal::Transition;
@@ -37,7 +48,7 @@ struct RuleRuntime {
   int tiers = 0;
   ThresholdSet own;
   std::vector<ThresholdSet> scheduled;  // ascending schedule index
-  // Per tier: receiver ids and actions of tiers 0..k, without repeats.
+  // Per tier: receiver owner ids and actions of tiers 0..k, without repeats.
   std::vector<std::vector<int>> receivers;
   std::vector<std::vector<std::string>> actions;
 };
@@ -98,13 +109,14 @@ ThresholdSet Scaled(const ThresholdSet& own, int tiers, int schedule, double sca
 
 class AlertEngineImpl final : public AlertEngine {
  public:
-  AlertEngineImpl(AlertConfig config, absl::TimeZone zone, AlertSink& sink)
+  AlertEngineImpl(AlertConfig config, absl::TimeZone zone, AlertSink& sink, const AlertMuter* muter)
       : config_(std::move(config)),
         sink_(sink),
+        route_tree_(config_),
         schedule_clock_(zone, config_.schedules),
-        grouper_(config_, sink, stats_) {
-    const int default_receiver =
-        config_.default_receiver.empty() ? -1 : grouper_.Intern(config_.default_receiver);
+        grouper_(config_, route_tree_, sink, stats_, muter, schedule_clock_) {
+    default_receiver_ =
+        config_.default_receiver.empty() ? -1 : grouper_.InternReceiver(config_.default_receiver);
     for (const AlertRule& rule : config_.rules) {
       RuleRuntime r;
       r.rule = &rule;
@@ -130,7 +142,7 @@ class AlertEngineImpl final : public AlertEngine {
       std::vector<std::string> actions;
       for (const AlertTier& tier : rule.tiers) {
         for (const std::string& name : tier.receivers) {
-          const int id = grouper_.Intern(name);
+          const int id = grouper_.InternReceiver(name);
           if (std::find(receivers.begin(), receivers.end(), id) == receivers.end()) {
             receivers.push_back(id);
           }
@@ -139,7 +151,6 @@ class AlertEngineImpl final : public AlertEngine {
           if (std::find(actions.begin(), actions.end(), a) == actions.end()) actions.push_back(a);
         }
         r.receivers.push_back(receivers);
-        if (receivers.empty() && default_receiver >= 0) r.receivers.back() = {default_receiver};
         r.actions.push_back(actions);
       }
       rules_.push_back(std::move(r));
@@ -175,21 +186,28 @@ class AlertEngineImpl final : public AlertEngine {
     const Duration stale = config_.stale_after;
     if (stale <= Duration::zero() || now < next_stale_check_) return;
     next_stale_check_ = now + std::max(stale / 4, Duration(1));
+    std::vector<SeriesEntry*> stale_series;
     for (auto& [hash, head] : series_) {
       for (SeriesEntry* e = head.get(); e != nullptr; e = e->next.get()) {
         if (now - e->last_seen < stale || now <= e->last_time) continue;
         bool alerting = false;
         for (const RuleState& st : e->states) alerting |= st.machine.state() != AlertState::kNormal;
-        if (!alerting) continue;
-        Observation missing;
-        missing.time = now;
-        missing.metric = e->metric;
-        missing.labels = e->labels;
-        e->last_time = now;
-        const uint64_t active = config_.schedules.empty() ? 0 : schedule_clock_.ActiveAt(now);
-        for (RuleState& st : e->states) {
-          if (st.machine.state() != AlertState::kNormal) Evaluate(*e, st, missing, active);
-        }
+        if (alerting) stale_series.push_back(e);
+      }
+    }
+    // In series order, not hash order: a restored engine must do the same as one that never
+    // stopped.
+    std::sort(stale_series.begin(), stale_series.end(),
+              [](const SeriesEntry* a, const SeriesEntry* b) { return a->key < b->key; });
+    for (SeriesEntry* e : stale_series) {
+      Observation missing;
+      missing.time = now;
+      missing.metric = e->metric;
+      missing.labels = e->labels;
+      e->last_time = now;
+      const uint64_t active = config_.schedules.empty() ? 0 : schedule_clock_.ActiveAt(now);
+      for (RuleState& st : e->states) {
+        if (st.machine.state() != AlertState::kNormal) Evaluate(*e, st, missing, active);
       }
     }
   }
@@ -226,7 +244,171 @@ class AlertEngineImpl final : public AlertEngine {
   const AlertEngineStats& stats() const override { return stats_; }
   const AlertConfig& config() const override { return config_; }
 
+  std::string SaveState() const override {
+    SavedState state;
+    state.next_stale_check = next_stale_check_;
+    std::vector<const SeriesEntry*> order;
+    for (const auto& [hash, head] : series_) {
+      for (const SeriesEntry* e = head.get(); e != nullptr; e = e->next.get()) order.push_back(e);
+    }
+    std::sort(order.begin(), order.end(),
+              [](const SeriesEntry* a, const SeriesEntry* b) { return a->key < b->key; });
+    for (const SeriesEntry* e : order) {
+      SavedSeries saved;
+      for (const RuleState& st : e->states) {
+        const DebounceOptions& d = rules_[st.rule].rule->debounce;
+        // A machine that would act like a new one from here on need not be kept.
+        if (st.live == nullptr &&
+            st.machine.IsIdleAt(e->last_time, std::max(d.resolve_after, d.deescalate_after))) {
+          continue;
+        }
+        SavedMachine m;
+        m.rule = rules_[st.rule].rule->name;
+        m.machine = st.machine.Save();
+        m.value = st.value;
+        m.threshold = st.threshold;
+        if (const LiveAlert* live = st.live.get()) {
+          m.live = SavedLive{live->tier,         live->severity,  live->labels,
+                             live->stat,         live->value,     live->threshold,
+                             live->baseline_p99, live->starts_at, live->muted};
+        }
+        saved.machines.push_back(std::move(m));
+      }
+      if (saved.machines.empty()) continue;
+      saved.metric = e->metric;
+      saved.labels = e->labels;
+      saved.last_time = e->last_time;
+      saved.last_seen = e->last_seen;
+      state.series.push_back(std::move(saved));
+    }
+    state.groups = grouper_.Save();
+    return alert_internal::EncodeState(state);
+  }
+
+  absl::Status RestoreState(std::string_view bytes) override {
+    Clear();
+    absl::StatusOr<SavedState> state = alert_internal::DecodeState(bytes);
+    if (!state.ok()) return state.status();
+    next_stale_check_ = state->next_stale_check;
+    using Key = std::pair<std::string, std::string>;  // (rule, series key)
+    absl::flat_hash_map<Key, LiveAlert*> restored;
+    absl::flat_hash_map<Key, NotifiedAlert> gone;
+    std::vector<std::pair<SeriesEntry*, RuleState*>> alerting;
+    std::set<const RuleState*> loaded;
+    for (const SavedSeries& saved : state->series) {
+      SeriesEntry& e = FindOrAdd(saved.metric, saved.labels);
+      e.last_time = std::max(e.last_time, saved.last_time);
+      e.last_seen = std::max(e.last_seen, saved.last_seen);
+      for (const SavedMachine& m : saved.machines) {
+        auto st = std::find_if(e.states.begin(), e.states.end(), [&](const RuleState& s) {
+          return rules_[s.rule].rule->name == m.rule;
+        });
+        if (st == e.states.end()) {
+          // The rule is gone or no longer selects the series: its alert has ended for the
+          // groups that showed it.
+          if (m.live) {
+            NotifiedAlert n;
+            n.rule = m.rule;
+            n.series = e.key;
+            n.labels = m.live->labels;
+            n.status = NotifyStatus::kResolved;
+            n.stat = m.live->stat;
+            n.tier = m.live->tier;
+            n.severity = m.live->severity;
+            n.value = m.live->value;
+            n.threshold = m.live->threshold;
+            n.baseline_p99 = m.live->baseline_p99;
+            n.starts_at = m.live->starts_at;
+            n.ends_at = e.last_time;
+            gone[{m.rule, e.key}] = std::move(n);
+          }
+          continue;
+        }
+        if (!loaded.insert(&*st).second) continue;  // listed twice
+        const RuleRuntime& r = rules_[st->rule];
+        DebounceSnapshot d = m.machine;
+        // The rule may have fewer tiers now.
+        d.tier = std::min(d.tier, r.tiers - 1);
+        for (int k = r.tiers; k < kMaxAlertTiers; ++k) {
+          d.streak[k] = 0;
+          d.clean_since[k] = WallTime::min();
+        }
+        st->machine.Load(d);
+        st->value = m.value;
+        st->threshold = m.threshold;
+        if (d.state != AlertState::kAlert) continue;
+        auto live = std::make_unique<LiveAlert>();
+        live->rule = r.rule->name;
+        live->series = e.key;
+        live->metric = e.metric;
+        live->annotations = &r.rule->annotations;
+        live->stat = r.rule->stat;
+        live->tier = d.tier;
+        live->severity = r.rule->tiers[d.tier].severity;
+        live->labels = AlertLabels(e, *r.rule, live->severity);
+        live->value = m.live ? m.live->value : m.value;
+        live->threshold = m.live ? m.live->threshold : m.threshold;
+        live->baseline_p99 = m.live ? m.live->baseline_p99 : kNaN;
+        live->starts_at = m.live ? m.live->starts_at : d.since;
+        live->muted = m.live ? m.live->muted : 0;
+        restored[{live->rule, live->series}] = live.get();
+        st->live = std::move(live);
+        alerting.emplace_back(&e, &*st);
+      }
+    }
+    grouper_.Restore(
+        state->groups,
+        [&](const std::string& rule, const std::string& series) -> LiveAlert* {
+          auto it = restored.find(Key(rule, series));
+          return it == restored.end() ? nullptr : it->second;
+        },
+        [&](const std::string& rule, const std::string& series) -> std::optional<NotifiedAlert> {
+          auto it = gone.find(Key(rule, series));
+          if (it == gone.end()) return std::nullopt;
+          return it->second;
+        });
+    // Route again under this configuration; a no-op when it is the one that saved the state.
+    std::sort(alerting.begin(), alerting.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.second->live->rule, a.second->live->series) <
+             std::tie(b.second->live->rule, b.second->live->series);
+    });
+    for (auto& [e, st] : alerting) Route(rules_[st->rule], *st->live, e->last_time);
+    return absl::OkStatus();
+  }
+
  private:
+  void Clear() {
+    grouper_.Clear();
+    series_.clear();
+    next_stale_check_ = WallTime::min();
+  }
+
+  // Puts `live` in the groups of its tiers' receivers and of the route nodes its labels match.
+  void Route(const RuleRuntime& r, LiveAlert& live, WallTime t) {
+    matched_.clear();
+    route_tree_.Match(live.metric, live.labels, matched_);
+    std::vector<int> owners;
+    std::vector<std::string_view> covered;  // receivers that matched nodes group themselves
+    uint64_t mute = 0;
+    for (int m : matched_) {
+      const RouteTree::Node& node = route_tree_.nodes()[m];
+      mute |= node.mute;
+      if (node.effective.receiver.empty()) continue;
+      covered.push_back(node.effective.receiver);
+    }
+    for (int id : r.receivers[live.tier]) {
+      const std::string& name = grouper_.owner(id).receiver;
+      if (std::find(covered.begin(), covered.end(), name) == covered.end()) owners.push_back(id);
+    }
+    for (int m : matched_) {
+      if (!route_tree_.nodes()[m].effective.receiver.empty()) {
+        owners.push_back(grouper_.NodeOwner(m));
+      }
+    }
+    if (owners.empty() && default_receiver_ >= 0) owners.push_back(default_receiver_);
+    grouper_.Place(live, owners, mute, t);
+  }
+
   const SeriesEntry* FindExisting(std::string_view metric, LabelSpan labels) const {
     auto it = series_.find(HashSeries(metric, labels));
     if (it == series_.end()) return nullptr;
@@ -328,7 +510,9 @@ class AlertEngineImpl final : public AlertEngine {
       auto live = std::make_unique<LiveAlert>();
       live->rule = r.rule->name;
       live->series = series.key;
+      live->metric = series.metric;
       live->annotations = &r.rule->annotations;
+      live->stat = r.rule->stat;
       live->value = value;
       live->threshold = threshold[t.to_tier];
       live->baseline_p99 = obs.baseline_p99;
@@ -347,7 +531,7 @@ class AlertEngineImpl final : public AlertEngine {
     live.severity = r.rule->tiers[t.to_tier].severity;
     live.threshold = threshold[t.to_tier];
     live.labels = AlertLabels(series, *r.rule, live.severity);
-    grouper_.Place(live, r.receivers[t.to_tier], obs.time);
+    Route(r, live, obs.time);
   }
 
   // Series labels, then the rule's, "alertname" and "severity", sorted by name.
@@ -373,19 +557,23 @@ class AlertEngineImpl final : public AlertEngine {
   // Constant after construction.
   const AlertConfig config_;
   AlertSink& sink_;
+  const RouteTree route_tree_;
   std::vector<RuleRuntime> rules_;
+  int default_receiver_ = -1;  // owner id of route.receiver; -1 for none
 
   AlertEngineStats stats_;
   ScheduleClock schedule_clock_;
   WallTime next_stale_check_ = WallTime::min();  // EvaluateStale() looks again from here
   Grouper grouper_;
+  std::vector<int> matched_;  // Route()'s scratch
   absl::flat_hash_map<uint64_t, std::unique_ptr<SeriesEntry>> series_;
 };
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<AlertEngine>> AlertEngine::Create(AlertConfig config,
-                                                                 AlertSink& sink) {
+                                                                 AlertSink& sink,
+                                                                 const AlertMuter* muter) {
   alert_internal::NormalizeConfig(config);
   if (absl::Status s = ValidateAlertConfig(config); !s.ok()) return s;
   absl::TimeZone zone;
@@ -393,7 +581,7 @@ absl::StatusOr<std::unique_ptr<AlertEngine>> AlertEngine::Create(AlertConfig con
     return absl::InvalidArgumentError(
         Cat("timezone: unknown time zone \"", config.time_zone, "\""));
   }
-  return std::unique_ptr<AlertEngine>(new AlertEngineImpl(std::move(config), zone, sink));
+  return std::unique_ptr<AlertEngine>(new AlertEngineImpl(std::move(config), zone, sink, muter));
 }
 
 }  // namespace tailguard

@@ -101,6 +101,14 @@ std::vector<AlertTier> DefaultAlertTiers() {
   };
 }
 
+std::vector<InhibitRule> DefaultInhibitRules() {
+  InhibitRule r;
+  r.source_matchers = {{"severity", LabelMatcher::Op::kEqual, "emergency"}};
+  r.target_matchers = {{"severity", LabelMatcher::Op::kEqual, "warning"}};
+  r.equal = {"__series__"};
+  return {r};
+}
+
 namespace {
 // From the field reports: thresholds past which a service needs intervention.
 constexpr std::array<ScenarioPreset, 3> kPresets = {{

@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/time/time.h"
 #include "alert/config_internal.h"
+#include "alert/route.h"
 #include "alert/selector.h"
 #include "common/strings.h"
 
@@ -64,6 +65,122 @@ std::optional<ConfigIssue> CheckRoute(const RouteOptions& r, const std::string& 
   }
   if (r.repeat_interval < r.group_interval) {
     return ConfigIssue{path + ".repeat_interval", "must be at least group_interval"};
+  }
+  return std::nullopt;
+}
+
+// Checks matchers as found at `path` (a list of strings in YAML).
+std::optional<ConfigIssue> CheckMatchers(const std::vector<LabelMatcher>& matchers,
+                                         const std::string& path) {
+  for (const LabelMatcher& m : matchers) {
+    if (m.name.empty()) return ConfigIssue{path, "empty label name"};
+  }
+  if (absl::StatusOr<SeriesSelector> s = SeriesSelector::Compile(matchers); !s.ok()) {
+    return ConfigIssue{path, std::string(s.status().message())};
+  }
+  return std::nullopt;
+}
+
+bool IsHeaderName(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Checks where a receiver delivers. Never quotes a URL or a header value: they may hold secrets.
+std::optional<ConfigIssue> CheckTarget(const ReceiverTarget& t, const std::string& path) {
+  if (!(t.timeout > Duration::zero())) return ConfigIssue{path + ".timeout", "must be positive"};
+  if (!std::isfinite(t.rate_per_minute) || t.rate_per_minute < 0) {
+    return ConfigIssue{path + ".rate_limit", "must be a rate of at least 0/min (0: unlimited)"};
+  }
+  if (t.kind == ReceiverTarget::Kind::kNone) return std::nullopt;
+  const std::string kind = Cat(path, '.', TargetKindField(t.kind));
+  const std::string_view url = t.url;
+  const size_t scheme = url.starts_with("https://") ? 8 : url.starts_with("http://") ? 7 : 0;
+  if (scheme == 0) return ConfigIssue{kind + ".url", "must start with http:// or https://"};
+  if (url.size() == scheme || url[scheme] == '/') return ConfigIssue{kind + ".url", "has no host"};
+  for (char c : url) {
+    if (static_cast<unsigned char>(c) <= ' ' || c == 0x7f) {
+      return ConfigIssue{kind + ".url", "must not contain spaces or control characters"};
+    }
+  }
+  for (const auto& [name, value] : t.headers) {
+    const std::string at = Cat(kind, ".headers.", name);
+    if (!IsHeaderName(name)) return ConfigIssue{at, "is not a header name"};
+    if (value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
+      return ConfigIssue{at, "must not contain a line break"};
+    }
+  }
+  if (t.kind == ReceiverTarget::Kind::kTemplate) {
+    if (t.method != "POST" && t.method != "PUT" && t.method != "GET") {
+      return ConfigIssue{kind + ".method",
+                         Cat("expected POST, PUT or GET, got \"", t.method, "\"")};
+    }
+    if (t.content_type.empty()) return ConfigIssue{kind + ".content_type", "must not be empty"};
+  }
+  for (size_t j = 0; j < t.mentioned_mobile_list.size(); ++j) {
+    if (t.mentioned_mobile_list[j].empty()) {
+      return ConfigIssue{At(kind + ".mentioned_mobile_list", j), "empty entry"};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<ConfigIssue> CheckScheduleNames(const AlertConfig& c,
+                                              const std::vector<std::string>& names,
+                                              const std::string& path) {
+  for (size_t j = 0; j < names.size(); ++j) {
+    bool known = false;
+    for (const Schedule& s : c.schedules) known |= s.name == names[j];
+    if (!known) return ConfigIssue{At(path, j), Cat("unknown schedule \"", names[j], "\"")};
+  }
+  return std::nullopt;
+}
+
+std::optional<ConfigIssue> CheckRoutes(const AlertConfig& c,
+                                       const absl::flat_hash_set<std::string>& declared) {
+  std::optional<ConfigIssue> issue;
+  ForEachRouteNode(c, [&](const RouteNode& node, const std::string& path, int depth,
+                          const EffectiveRoute& effective) {
+    if (issue) return;
+    if (depth > kMaxRouteDepth) {
+      issue = ConfigIssue{path, Cat("routes nest deeper than ", kMaxRouteDepth, " levels")};
+      return;
+    }
+    if ((issue = CheckMatchers(node.matchers, path + ".matchers"))) return;
+    if (!node.receiver.empty() && !declared.empty() && !declared.contains(node.receiver)) {
+      issue = ConfigIssue{path + ".receiver",
+                          Cat("receiver \"", node.receiver, "\" is not declared under receivers")};
+      return;
+    }
+    if ((issue = CheckRoute(effective.options, path))) return;
+    if (node.mute_during) issue = CheckScheduleNames(c, *node.mute_during, path + ".mute_during");
+  });
+  return issue;
+}
+
+std::optional<ConfigIssue> CheckInhibitRules(const std::vector<InhibitRule>& rules) {
+  if (rules.size() > Inhibitor::kMaxRules) {
+    return ConfigIssue{"inhibit_rules", Cat("at most ", Inhibitor::kMaxRules, " rules")};
+  }
+  for (size_t i = 0; i < rules.size(); ++i) {
+    const InhibitRule& r = rules[i];
+    const std::string path = At("inhibit_rules", i);
+    if (r.source_matchers.empty())
+      return ConfigIssue{path + ".source_matchers", "must not be empty"};
+    if (r.target_matchers.empty())
+      return ConfigIssue{path + ".target_matchers", "must not be empty"};
+    if (auto issue = CheckMatchers(r.source_matchers, path + ".source_matchers")) return issue;
+    if (auto issue = CheckMatchers(r.target_matchers, path + ".target_matchers")) return issue;
+    for (size_t j = 0; j < r.equal.size(); ++j) {
+      if (!IsLabelName(r.equal[j])) {
+        return ConfigIssue{At(path + ".equal", j), Cat("\"", r.equal[j], "\" is not a label name")};
+      }
+    }
   }
   return std::nullopt;
 }
@@ -200,6 +317,22 @@ std::optional<ConfigIssue> CheckRule(const AlertConfig& c, const AlertRule& r,
 
 }  // namespace
 
+std::string_view TargetKindField(ReceiverTarget::Kind kind) {
+  switch (kind) {
+    case ReceiverTarget::Kind::kNone:
+      return "";
+    case ReceiverTarget::Kind::kWeCom:
+      return "wecom";
+    case ReceiverTarget::Kind::kWebhook:
+      return "webhook";
+    case ReceiverTarget::Kind::kTemplate:
+      return "template";
+    case ReceiverTarget::Kind::kAlertmanager:
+      return "alertmanager";
+  }
+  return "";
+}
+
 std::optional<ParsedThreshold> ParseThresholdText(std::string_view text) {
   while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
   while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
@@ -248,6 +381,7 @@ std::optional<ConfigIssue> FindConfigIssue(const AlertConfig& c) {
                          Cat("receiver \"", c.receivers[i].name, "\" appears twice")};
     }
     if (auto issue = CheckRoute(c.receivers[i].route, path)) return issue;
+    if (auto issue = CheckTarget(c.receivers[i].target, path)) return issue;
   }
   if (c.schedules.size() > static_cast<size_t>(kMaxSchedules)) {
     return ConfigIssue{"schedules", Cat("at most ", kMaxSchedules, " schedules")};
@@ -273,6 +407,9 @@ std::optional<ConfigIssue> FindConfigIssue(const AlertConfig& c) {
       return ConfigIssue{path + ".scale", "must be a positive number"};
     }
   }
+  if (auto issue = CheckRoutes(c, declared)) return issue;
+  if (auto issue = CheckScheduleNames(c, c.maintenance, "maintenance")) return issue;
+  if (auto issue = CheckInhibitRules(c.inhibit_rules)) return issue;
   absl::flat_hash_set<std::string> rule_names;
   for (size_t i = 0; i < c.rules.size(); ++i) {
     const std::string path = At("rules", i);

@@ -44,14 +44,29 @@ TEST(AlertConfigTest, ParsesTheSampleFile) {
   EXPECT_EQ(c.route.group_wait, seconds(30));
   EXPECT_EQ(c.route.group_interval, minutes(5));
   EXPECT_EQ(c.route.repeat_interval, std::chrono::hours(4));
-  ASSERT_EQ(c.receivers.size(), 3u);
+  ASSERT_EQ(c.receivers.size(), 4u);
   EXPECT_EQ(c.receivers[1].name, "sms");
   EXPECT_EQ(c.receivers[1].route.repeat_interval, std::chrono::hours(1));
   EXPECT_THAT(c.receivers[1].route.group_by, ElementsAre("alertname", "model"));  // inherited
   EXPECT_THAT(c.receivers[2].route.group_by, ElementsAre("alertname"));
   EXPECT_EQ(c.receivers[2].route.repeat_interval, minutes(30));
 
-  ASSERT_EQ(c.schedules.size(), 2u);
+  // Delivery: targets are commented out (recorded only), a route tree, inhibition, maintenance.
+  for (const ReceiverOptions& r : c.receivers) {
+    EXPECT_EQ(r.target.kind, ReceiverTarget::Kind::kNone) << r.name;
+  }
+  ASSERT_EQ(c.routes.size(), 2u);
+  EXPECT_EQ(c.routes[0].receiver, "phone");
+  EXPECT_TRUE(c.routes[0].continue_matching);
+  EXPECT_EQ(c.routes[0].repeat_interval, minutes(15));
+  EXPECT_THAT(*c.routes[1].mute_during, ElementsAre("retrain"));
+  ASSERT_EQ(c.routes[1].routes.size(), 1u);
+  EXPECT_EQ(c.routes[1].routes[0].receiver, "sms");
+  ASSERT_EQ(c.inhibit_rules.size(), 2u);
+  EXPECT_THAT(c.inhibit_rules[1].equal, ElementsAre("model"));
+  EXPECT_THAT(c.maintenance, ElementsAre("upgrade"));
+
+  ASSERT_EQ(c.schedules.size(), 4u);
   EXPECT_EQ(c.schedules[0].kind, Schedule::Kind::kWeekly);
   EXPECT_EQ(c.schedules[0].days, 0x60);
   EXPECT_EQ(c.schedules[0].scale, 1.2);
@@ -301,7 +316,7 @@ TEST(AlertConfigTest, ErrorsNameFileLineAndField) {
             "window (from, to)");
   EXPECT_EQ(ErrorOf("- a\n"),
             "rules.yaml:1: expected a map with fields timezone, stale_after, route, "
-            "receivers, defaults, schedules, rules");
+            "receivers, defaults, schedules, maintenance, inhibit_rules, rules");
   // YAML syntax errors keep yaml-cpp's message and line.
   EXPECT_THAT(ErrorOf("rules:\n  - name: a\n    tiers: [\n"), StartsWith("rules.yaml:"));
 }
