@@ -1,0 +1,155 @@
+// Helpers shared by the store tests: a fresh directory per test, fixed instants, and builders
+// for alert events and notifications.
+#ifndef TAILGUARD_TESTS_STORE_STORE_TEST_UTIL_H_
+#define TAILGUARD_TESTS_STORE_STORE_TEST_UTIL_H_
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/strings.h"
+#include "gtest/gtest.h"
+#include "store/event_store.h"
+#include "tailguard/alert.h"
+
+namespace tailguard::store_test {
+
+using std::chrono::hours;
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+inline constexpr std::string_view kMetric = "tailguard_request_duration_seconds";
+inline constexpr std::string_view kRule = "p99_vs_baseline";
+
+// Wednesday 2025-11-05 00:00:00 UTC.
+inline WallTime T0() { return WallTime(seconds(1762300800)); }
+
+inline Labels SeriesLabels(std::string model = "rank") {
+  return {{"model", std::move(model)}, {"stage", "total"}};
+}
+inline std::string SeriesKey(const std::string& model = "rank") {
+  return Cat(kMetric, "{model=\"", model, "\",stage=\"total\"}");
+}
+
+// One transition of rule kRule on the series of `model`.
+inline AlertEvent Event(AlertEventKind kind, WallTime t, int from_tier, int to_tier,
+                        const std::string& model = "rank") {
+  static const char* const kSeverity[] = {"warning", "critical", "emergency"};
+  AlertEvent e;
+  e.time = t;
+  e.kind = kind;
+  switch (kind) {
+    case AlertEventKind::kPreAlert:
+      e.from_state = AlertState::kNormal;
+      e.to_state = AlertState::kPreAlert;
+      break;
+    case AlertEventKind::kCancel:
+      e.from_state = AlertState::kPreAlert;
+      e.to_state = AlertState::kNormal;
+      break;
+    case AlertEventKind::kFire:
+      e.from_state = AlertState::kPreAlert;
+      e.to_state = AlertState::kAlert;
+      break;
+    case AlertEventKind::kResolve:
+      e.from_state = AlertState::kAlert;
+      e.to_state = AlertState::kNormal;
+      break;
+    case AlertEventKind::kEscalate:
+    case AlertEventKind::kDeescalate:
+      e.from_state = AlertState::kAlert;
+      e.to_state = AlertState::kAlert;
+      break;
+  }
+  e.from_tier = from_tier;
+  e.to_tier = to_tier;
+  e.rule = std::string(kRule);
+  e.series = SeriesKey(model);
+  e.metric = std::string(kMetric);
+  e.labels = SeriesLabels(model);
+  e.stat = Statistic::kP99;
+  const int tier = e.to_state == AlertState::kNormal ? from_tier : to_tier;
+  e.severity = kSeverity[tier < 0 ? 0 : tier % 3];
+  e.value = 0.150 + 0.01 * tier;
+  e.threshold = 0.110;
+  e.baseline_p99 = 0.100;
+  e.breach_start = t;
+  if (e.to_state == AlertState::kAlert) e.actions = {"degrade"};
+  return e;
+}
+
+// A notification to "wecom" about the given alerts (rule kRule on each model's series).
+inline Notification Note(std::string key, WallTime t, const std::vector<std::string>& models,
+                         WallTime fired_at = {}, NotifyStatus status = NotifyStatus::kFiring) {
+  Notification n;
+  n.time = t;
+  n.receiver = "wecom";
+  n.group_key = Cat("{alertname=\"", kRule, "\"}");
+  n.group_labels = {{"alertname", std::string(kRule)}};
+  n.status = status;
+  n.sequence = 1;
+  n.idempotency_key = std::move(key);
+  for (const std::string& m : models) {
+    NotifiedAlert a;
+    a.rule = std::string(kRule);
+    a.series = SeriesKey(m);
+    a.labels = {{"alertname", std::string(kRule)}, {"model", m}, {"severity", "warning"}};
+    a.annotations = {{"summary", Cat("P99 of ", m, " above baseline")}};
+    a.status = status;
+    a.tier = 0;
+    a.severity = "warning";
+    a.value = 0.15;
+    a.threshold = 0.11;
+    a.baseline_p99 = 0.1;
+    a.starts_at = fired_at;
+    if (status == NotifyStatus::kResolved) a.ends_at = t;
+    n.alerts.push_back(std::move(a));
+  }
+  return n;
+}
+
+// The request for `n`, as a notifier would render it.
+inline store::OutboxItem Request(const Notification& n,
+                                 std::string url = "http://127.0.0.1:9/hook") {
+  store::OutboxItem item;
+  item.summary = Cat(n.alerts.size(), " alerts firing");
+  item.method = "POST";
+  item.url = std::move(url);
+  item.headers = {{"Content-Type", "application/json"}, {"Authorization", "Bearer s3cret"}};
+  item.body = Cat("{\"key\":\"", n.idempotency_key, "\"}");
+  return item;
+}
+
+// A fresh, empty directory per test, removed afterwards.
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = std::filesystem::path(::testing::TempDir()) /
+           Cat("tailguard_store_", info->test_suite_name(), "_", info->name(), "_", getpid());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  std::string Path(std::string_view name = "events.db") const { return (dir_ / name).string(); }
+
+  std::unique_ptr<store::EventStore> OpenStore(std::string_view name = "events.db") {
+    absl::StatusOr<std::unique_ptr<store::EventStore>> s = store::EventStore::Open(Path(name));
+    EXPECT_TRUE(s.ok()) << s.status();
+    return s.ok() ? *std::move(s) : nullptr;
+  }
+
+  std::filesystem::path dir_;
+};
+
+}  // namespace tailguard::store_test
+
+#endif  // TAILGUARD_TESTS_STORE_STORE_TEST_UTIL_H_
