@@ -20,6 +20,8 @@ void AddReplay(CLI::App& app, Action& action);
 void AddBacktest(CLI::App& app, Action& action);
 // `serve`: the gateway (serve.cc).
 void AddServe(CLI::App& app, Action& action);
+// `alerts`: the event store's alerts, silences and delivery outbox (alerts.cc).
+void AddAlerts(CLI::App& app, Action& action);
 
 }  // namespace tailguard::cli
 

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   tailguard::cli::AddReplay(app, action);
   tailguard::cli::AddBacktest(app, action);
   tailguard::cli::AddServe(app, action);
+  tailguard::cli::AddAlerts(app, action);
 
   try {
     app.parse(argc, argv);

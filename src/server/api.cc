@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "alert/notify/delivery.h"
+#include "alert/notify/journal.h"
 #include "alert/selector.h"
 #include "collect/procfs.h"
 #include "common/duration.h"
@@ -12,6 +14,7 @@
 #include "nlohmann/json.hpp"
 #include "server/otlp.h"
 #include "server/protocol.h"
+#include "store/event_store.h"
 #include "tailguard/series_io.h"
 
 namespace tailguard::server {
@@ -486,6 +489,55 @@ std::string Api::Metrics(bool om) const {
     page.Sample({{"reason", "queue_full"}}, static_cast<double>(o.dropped_queue_full));
     page.Counter("tailguard_otlp_batches_failed", "OTLP export batches given up on.");
     page.Sample({}, static_cast<double>(o.batches_failed));
+  }
+
+  if (s_.journal != nullptr) {
+    const notify::JournalStats& j = s_.journal->stats();
+    page.Counter("tailguard_alert_notifications",
+                 "Notifications stored in the outbox (duplicate: its idempotency key was already "
+                 "there, e.g. after a restart).");
+    page.Sample({{"result", "stored"}}, static_cast<double>(Load(j.notifications)));
+    page.Sample({{"result", "duplicate"}}, static_cast<double>(Load(j.duplicates)));
+    page.Sample({{"result", "render_error"}}, static_cast<double>(Load(j.render_errors)));
+    page.Counter("tailguard_alert_muted",
+                 "Alerts that became muted: silence, inhibition or "
+                 "maintenance window.");
+    page.Sample({}, static_cast<double>(Load(j.muted)));
+    page.Counter("tailguard_alert_store_errors",
+                 "Ticks whose alert records could not be written to the event store (kept in "
+                 "memory and retried), and records dropped beyond the in-memory bound.");
+    page.Sample({{"kind", "commit_failed"}}, static_cast<double>(Load(j.store_errors)));
+    page.Sample({{"kind", "dropped"}}, static_cast<double>(Load(j.dropped)));
+  }
+  if (s_.delivery != nullptr) {
+    const notify::DeliveryStats& d = s_.delivery->stats();
+    page.Counter("tailguard_notification_attempts",
+                 "Delivery attempts to receivers, by result: delivered, retry (a retryable "
+                 "failure), failed (given up).");
+    page.Sample({{"result", "delivered"}}, static_cast<double>(Load(d.delivered)));
+    page.Sample({{"result", "retry"}}, static_cast<double>(Load(d.retries)));
+    page.Sample({{"result", "failed"}}, static_cast<double>(Load(d.failed)));
+  }
+  if (s_.store != nullptr) {
+    if (absl::StatusOr<store::OutboxStats> o = s_.store->CountOutbox(); o.ok()) {
+      page.Gauge("tailguard_outbox_messages",
+                 "Notifications in the outbox, by receiver and state (pending: still to be "
+                 "delivered).");
+      for (const auto& [receiver, c] : o->by_receiver) {
+        page.Sample({{"receiver", receiver}, {"state", "pending"}}, static_cast<double>(c.pending));
+        page.Sample({{"receiver", receiver}, {"state", "delivered"}},
+                    static_cast<double>(c.delivered));
+        page.Sample({{"receiver", receiver}, {"state", "failed"}}, static_cast<double>(c.failed));
+        page.Sample({{"receiver", receiver}, {"state", "skipped"}}, static_cast<double>(c.skipped));
+      }
+      page.Gauge("tailguard_outbox_oldest_pending_age_seconds",
+                 "Age of the oldest undelivered notification; 0 when none is pending.");
+      page.Sample(
+          {},
+          o->oldest_pending
+              ? std::chrono::duration<double>(Clock::Real().WallNow() - *o->oldest_pending).count()
+              : 0.0);
+    }
   }
 
   if (s_.loop != nullptr) {

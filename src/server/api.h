@@ -15,6 +15,14 @@
 #include "server/stats.h"
 #include "tailguard/registry.h"
 
+namespace tailguard::notify {
+class AlertJournal;
+class DeliveryWorker;
+}  // namespace tailguard::notify
+namespace tailguard::store {
+class EventStore;
+}  // namespace tailguard::store
+
 namespace tailguard::server {
 
 class OtlpExporter;
@@ -42,6 +50,10 @@ struct ApiSources {
   RouteCounterTable* routes = nullptr;
   std::vector<const UpstreamState*> upstreams;
   const OtlpExporter* otlp = nullptr;  // may be null
+  // The alert pipeline's journal, delivery worker and store; all null without store.path.
+  const notify::AlertJournal* journal = nullptr;
+  const notify::DeliveryWorker* delivery = nullptr;
+  store::EventStore* store = nullptr;
   // False while starting or draining: /readyz answers 503.
   std::function<bool()> ready;
 };

@@ -7,6 +7,7 @@
 #include "server/gateway.h"
 
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -18,6 +19,9 @@
 #include <thread>
 
 #include "absl/container/flat_hash_map.h"
+#include "alert/notify/delivery.h"
+#include "alert/notify/http_sender.h"
+#include "alert/notify/journal.h"
 #include "common/format.h"
 #include "common/strings.h"
 #include "server/api.h"
@@ -119,6 +123,12 @@ struct Gateway::Impl {
   std::vector<std::unique_ptr<UpstreamState>> upstreams;
   std::vector<tcp::endpoint> upstream_endpoints;  // parallel to upstreams
   std::vector<RouteRuntime> routes;               // parallel to config().routes
+  // The alert pipeline's persistence and delivery; null without store.path. Declared before
+  // the loop, so the loop (which uses the journal) goes first.
+  std::unique_ptr<store::EventStore> store;
+  std::unique_ptr<notify::HttpSender> sender;
+  std::unique_ptr<notify::DeliveryWorker> delivery;
+  std::unique_ptr<notify::AlertJournal> journal;
   std::unique_ptr<LiveLoop> loop;
   std::unique_ptr<OtlpExporter> otlp;
   std::unique_ptr<Api> api;
@@ -989,41 +999,7 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Create(GatewayOptions options)
     }
   }
 
-  LiveLoopOptions loop_options;
-  loop_options.tick = cfg.tick;
-  loop_options.log = g->options.log;
-  absl::StatusOr<std::unique_ptr<LiveLoop>> loop =
-      LiveLoop::Create(g->registry, g->options.rules, loop_options, &g->route_counters);
-  if (!loop.ok()) return loop.status();
-  g->loop = std::move(*loop);
-
-  if (!cfg.tracing.endpoint.empty()) {
-    absl::StatusOr<std::unique_ptr<OtlpExporter>> otlp = OtlpExporter::Create(cfg.tracing);
-    if (!otlp.ok()) {
-      return absl::InvalidArgumentError(
-          Cat("tracing.otlp_endpoint: ", std::string(otlp.status().message())));
-    }
-    g->otlp = std::move(*otlp);
-  }
-
-  ApiSources sources;
-  sources.registry = &g->registry;
-  sources.loop = g->loop.get();
-  sources.counters = &g->counters;
-  sources.routes = &g->route_counters;
-  for (const auto& u : g->upstreams) sources.upstreams.push_back(u.get());
-  sources.otlp = g->otlp.get();
-  Impl* raw = g.get();
-  sources.ready = [raw] { return raw->started.load() && !raw->draining.load(); };
-  g->api = std::make_unique<Api>(std::move(sources));
-
-  // Workers and the listening socket.
-  const int threads = cfg.threads > 0
-                          ? cfg.threads
-                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  for (int i = 0; i < threads; ++i) {
-    g->workers.push_back(std::make_unique<Worker>(*g, static_cast<size_t>(i)));
-  }
+  // The listening socket first: its address goes into the links of alert messages.
   g->accept_ioc = std::make_unique<net::io_context>(1);
   beast::error_code ec;
   const net::ip::address address = net::ip::make_address(cfg.listen.host, ec);
@@ -1046,6 +1022,78 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Create(GatewayOptions options)
   }
   const tcp::endpoint local = g->acceptor->local_endpoint(ec);
   g->bound = HostPort{cfg.listen.host, local.port()};
+
+  LiveLoopOptions loop_options;
+  loop_options.tick = cfg.tick;
+  loop_options.log = g->options.log;
+  if (!cfg.store.path.empty()) {
+    absl::StatusOr<std::unique_ptr<store::EventStore>> store =
+        store::EventStore::Open(cfg.store.path);
+    if (!store.ok()) {
+      return absl::UnavailableError(Cat("store.path: ", store.status().message()));
+    }
+    g->store = std::move(*store);
+    notify::JournalOptions journal;
+    journal.context.external_url =
+        cfg.external_url.empty() ? Cat("http://", g->bound.ToString()) : cfg.external_url;
+    char host[256] = {};
+    if (gethostname(host, sizeof(host) - 1) == 0) journal.context.instance = host;
+    journal.context.time_zone = g->options.rules.time_zone;
+    journal.archive_after = cfg.store.archive_after;
+    journal.log = g->options.log;
+    Impl* impl = g.get();
+    journal.on_enqueued = [impl] {
+      if (impl->delivery != nullptr) impl->delivery->Wake();
+    };
+    absl::StatusOr<std::unique_ptr<notify::AlertJournal>> j =
+        notify::AlertJournal::Create(g->options.rules, *g->store, std::move(journal));
+    if (!j.ok()) return j.status();
+    g->journal = std::move(*j);
+    g->sender = notify::NewCurlSender();
+    notify::DeliveryOptions delivery;
+    delivery.initial_backoff = cfg.delivery.initial_backoff;
+    delivery.max_backoff = cfg.delivery.max_backoff;
+    delivery.give_up_after = cfg.delivery.give_up_after;
+    delivery.log = g->options.log;
+    g->delivery = std::make_unique<notify::DeliveryWorker>(g->options.rules, *g->store, *g->sender,
+                                                           g->clock, delivery);
+    loop_options.journal = g->journal.get();
+  }
+  absl::StatusOr<std::unique_ptr<LiveLoop>> loop =
+      LiveLoop::Create(g->registry, g->options.rules, loop_options, &g->route_counters);
+  if (!loop.ok()) return loop.status();
+  g->loop = std::move(*loop);
+
+  if (!cfg.tracing.endpoint.empty()) {
+    absl::StatusOr<std::unique_ptr<OtlpExporter>> otlp = OtlpExporter::Create(cfg.tracing);
+    if (!otlp.ok()) {
+      return absl::InvalidArgumentError(
+          Cat("tracing.otlp_endpoint: ", std::string(otlp.status().message())));
+    }
+    g->otlp = std::move(*otlp);
+  }
+
+  ApiSources sources;
+  sources.registry = &g->registry;
+  sources.loop = g->loop.get();
+  sources.counters = &g->counters;
+  sources.routes = &g->route_counters;
+  for (const auto& u : g->upstreams) sources.upstreams.push_back(u.get());
+  sources.otlp = g->otlp.get();
+  sources.journal = g->journal.get();
+  sources.delivery = g->delivery.get();
+  sources.store = g->store.get();
+  Impl* raw = g.get();
+  sources.ready = [raw] { return raw->started.load() && !raw->draining.load(); };
+  g->api = std::make_unique<Api>(std::move(sources));
+
+  // Workers and the listening socket.
+  const int threads = cfg.threads > 0
+                          ? cfg.threads
+                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  for (int i = 0; i < threads; ++i) {
+    g->workers.push_back(std::make_unique<Worker>(*g, static_cast<size_t>(i)));
+  }
   return std::unique_ptr<Gateway>(new Gateway(std::move(g)));
 }
 
@@ -1067,6 +1115,7 @@ void Gateway::Start() {
     g.accept_ioc->run();
   });
   if (g.options.run_loop) g.loop->Start();
+  if (g.delivery != nullptr) g.delivery->Start();
   g.Log(Cat("listening on ", g.bound.ToString(), " with ", std::to_string(g.workers.size()),
             " worker thread(s), ", std::to_string(g.config().routes.size()), " route(s)"));
 }
@@ -1094,6 +1143,9 @@ void Gateway::Shutdown() {
     for (auto& t : g.threads) t.join();
     g.threads.clear();
     g.loop->Stop();
+    // After the loop's last tick: what it enqueued is in the store; an attempt in flight
+    // finishes, the rest waits there for the next start.
+    if (g.delivery != nullptr) g.delivery->Stop();
     g.Log(left > 0 ? Cat("shut down; ", std::to_string(left),
                          " connection(s) cut off after timeouts.shutdown")
                    : std::string("shut down cleanly"));

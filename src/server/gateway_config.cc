@@ -391,7 +391,8 @@ class Parser : public YamlWalker {
 GatewayConfig Parser::Parse(const YAML::Node& root) {
   GatewayConfig c;
   YamlMap top = Map(Root(root), {"listen", "threads", "limits", "timeouts", "health", "tick",
-                                 "rules_file", "api_token", "api_token_file", "tracing", "routes"});
+                                 "rules_file", "api_token", "api_token_file", "tracing", "store",
+                                 "delivery", "external_url", "routes"});
   if (const YamlItem* f = top.Get("listen")) c.listen = Endpoint(*f, /*upstream=*/false);
   if (const YamlItem* f = top.Get("threads")) {
     c.threads = Int(*f, INT_MIN);
@@ -423,6 +424,27 @@ GatewayConfig Parser::Parse(const YAML::Node& root) {
   }
   if (token_file != nullptr) c.api_token_file = Name(*token_file);
   if (const YamlItem* f = top.Get("tracing")) ParseTracing(*f, c.tracing);
+  if (const YamlItem* f = top.Get("store")) {
+    YamlMap m = Map(*f, {"path", "archive_after"});
+    if (const YamlItem* p = m.Get("path")) c.store.path = Str(*p);
+    if (const YamlItem* a = m.Get("archive_after")) c.store.archive_after = Dur(*a);
+  }
+  if (const YamlItem* f = top.Get("delivery")) {
+    YamlMap m = Map(*f, {"initial_backoff", "max_backoff", "give_up_after"});
+    if (const YamlItem* d = m.Get("initial_backoff")) c.delivery.initial_backoff = Positive(*d);
+    if (const YamlItem* d = m.Get("max_backoff")) c.delivery.max_backoff = Positive(*d);
+    if (const YamlItem* d = m.Get("give_up_after")) c.delivery.give_up_after = Positive(*d);
+    if (c.delivery.max_backoff < c.delivery.initial_backoff) {
+      Fail(*f, "max_backoff must be at least initial_backoff");
+    }
+  }
+  if (const YamlItem* f = top.Get("external_url")) {
+    c.external_url = Str(*f);
+    if (!c.external_url.starts_with("http://") && !c.external_url.starts_with("https://")) {
+      Fail(*f, Cat("must start with http:// or https://, got ", Quoted(c.external_url)));
+    }
+    while (c.external_url.ends_with('/')) c.external_url.pop_back();
+  }
   const YamlItem* routes = top.Get("routes");
   if (routes == nullptr) {
     Fail(YAML::Mark(), "routes",
@@ -612,6 +634,7 @@ absl::StatusOr<GatewayConfig> LoadGatewayConfig(const std::string& path) {
                    Cat("cannot open \"", config->rules_file, '"', relative_hint));
     }
   }
+  if (!config->store.path.empty()) config->store.path = Resolve(path, config->store.path);
   if (!config->api_token_file.empty()) {
     config->api_token_file = Resolve(path, config->api_token_file);
     absl::StatusOr<std::string> token = ReadFile(config->api_token_file, kMaxTokenBytes);

@@ -125,6 +125,30 @@ struct GatewayConfig {
   // when the file has none. ParseGatewayConfig() does not read it.
   std::string api_token_file;
   TracingConfig tracing;
+
+  // The SQLite event store (docs/store.md): alert transitions, notifications and their delivery
+  // outbox, silences, acknowledgements and the alert engine's state, so a restart neither
+  // re-fires nor forgets an alert and resumes pending deliveries.
+  struct Store {
+    // The database file. LoadGatewayConfig() resolves a relative path against the configuration
+    // file's directory. "" keeps alerts in memory only: nothing survives a restart and nothing is
+    // delivered to receivers. Default "tailguard.db".
+    std::string path = "tailguard.db";
+    // Ended alerts are archived this long after they ended; 0 never. Default 7 days.
+    Duration archive_after = std::chrono::hours(24 * 7);
+  } store;
+
+  // How notifications are delivered (docs/notifications.md). All positive.
+  struct Delivery {
+    Duration initial_backoff = std::chrono::seconds(1);  // the first retry's wait
+    Duration max_backoff = std::chrono::minutes(5);      // waits double up to this
+    Duration give_up_after = std::chrono::hours(24);     // then a message is marked failed
+  } delivery;
+
+  // The gateway's address as people reach it, for the links in alert messages, e.g.
+  // "https://tailguard.example.com". Default: http://<listen>.
+  std::string external_url;
+
   // At least one, at most kMaxRoutes.
   std::vector<RouteConfig> routes;
 };

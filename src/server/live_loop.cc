@@ -5,6 +5,7 @@
 #include <cinttypes>
 #include <cmath>
 
+#include "alert/notify/journal.h"
 #include "common/format.h"
 #include "common/strings.h"
 #include "tailguard/series_io.h"
@@ -62,9 +63,31 @@ absl::StatusOr<std::unique_ptr<LiveLoop>> LiveLoop::Create(Registry& registry, A
   }
   std::unique_ptr<LiveLoop> loop(new LiveLoop(registry, options, counters));
   absl::StatusOr<std::unique_ptr<AlertEngine>> engine =
-      AlertEngine::Create(std::move(rules), *loop);
+      AlertEngine::Create(std::move(rules), *loop, options.journal);
   if (!engine.ok()) return engine.status();
   loop->engine_ = std::move(*engine);
+  if (options.journal != nullptr) {
+    absl::StatusOr<std::optional<std::string>> state = options.journal->LoadState();
+    if (!state.ok()) return state.status();
+    bool restored = false;
+    if (state->has_value()) {
+      absl::Status status = loop->engine_->RestoreState(**state);
+      restored = status.ok();
+      if (!restored && options.log != nullptr) {
+        // A state this version cannot read: start clean rather than refuse to serve. Alerts that
+        // were active fire again when their breach is seen again.
+        std::fprintf(options.log, "tailguard: alert state not restored (starting clean): %s\n",
+                     std::string(status.message()).c_str());
+      } else if (restored && options.log != nullptr) {
+        std::fprintf(options.log, "tailguard: alert state restored: %zu active alert(s)\n",
+                     loop->engine_->ActiveAlerts().size());
+      }
+    }
+    if (!restored) {
+      absl::Status clean = options.journal->StartClean(registry.Now());
+      if (!clean.ok()) return clean;
+    }
+  }
   return loop;
 }
 
@@ -111,6 +134,7 @@ void LiveLoop::Tick() {
   }
 
   std::lock_guard<std::mutex> lock(mu_);
+  if (options_.journal != nullptr) options_.journal->BeginTick(now);
   if (new_minute) last_minute_ = now;
   std::vector<SeriesSnapshot> snapshot;
   snapshot.reserve(all.size());
@@ -206,6 +230,7 @@ void LiveLoop::Tick() {
     snapshot.push_back(std::move(snap));
   }
   engine_->Advance(now);
+  if (options_.journal != nullptr) options_.journal->EndTick(*engine_);
 
   // The worst alert state per series.
   absl::flat_hash_map<std::string_view, SeriesSnapshot*> by_key;
@@ -240,6 +265,7 @@ void LiveLoop::PushEvent(TimelineEvent e) {
 }
 
 void LiveLoop::OnEvent(const AlertEvent& event) {
+  if (options_.journal != nullptr) options_.journal->OnEvent(event);
   TimelineEvent e;
   e.time = event.time;
   e.type = "alert";
@@ -262,6 +288,7 @@ void LiveLoop::OnEvent(const AlertEvent& event) {
 }
 
 void LiveLoop::OnNotification(const Notification& n) {
+  if (options_.journal != nullptr) options_.journal->OnNotification(n);
   TimelineEvent e;
   e.time = n.time;
   e.type = "notification";
@@ -269,6 +296,19 @@ void LiveLoop::OnNotification(const Notification& n) {
   e.receiver = n.receiver;
   e.message = Cat("notify ", n.receiver, " ", e.kind, " ", n.group_key, ": ",
                   std::to_string(n.alerts.size()), " alert(s)", n.repeat ? " (repeat)" : "");
+  PushEvent(std::move(e));
+}
+
+void LiveLoop::OnMuted(const MutedAlert& muted) {
+  if (options_.journal != nullptr) options_.journal->OnMuted(muted);
+  TimelineEvent e;
+  e.time = muted.time;
+  e.type = "muted";
+  e.kind = muted.reason;
+  e.rule = muted.rule;
+  e.series = muted.series;
+  e.message = Cat("muted (", muted.reason, muted.detail.empty() ? "" : Cat(": ", muted.detail),
+                  ") ", muted.rule, " on ", muted.series);
   PushEvent(std::move(e));
 }
 

@@ -21,6 +21,10 @@
 #include "tailguard/detect.h"
 #include "tailguard/registry.h"
 
+namespace tailguard::notify {
+class AlertJournal;
+}  // namespace tailguard::notify
+
 namespace tailguard::server {
 
 struct LiveLoopOptions {
@@ -36,6 +40,10 @@ struct LiveLoopOptions {
   Duration minute_history = std::chrono::hours(24);
   // Where alert transitions and notifications are logged, one line each; nullptr for none.
   std::FILE* log = nullptr;
+  // Where the alert pipeline is journaled (the SQLite store and the delivery outbox); it also
+  // supplies the silences. nullptr keeps alerts in memory only. When set, Create() restores the
+  // alert engine's state from it. Must outlive the loop.
+  notify::AlertJournal* journal = nullptr;
 };
 
 // One point of a series' history.
@@ -62,12 +70,14 @@ struct SeriesSnapshot {
   std::string severity;                          // of the worst alert, "" when normal
 };
 
-// An entry of the event timeline: an alert transition, a notification, or an anomaly.
+// An entry of the event timeline: an alert transition, a notification, a mute, or an anomaly.
 struct TimelineEvent {
   uint64_t id = 0;  // increasing
   WallTime time{};
-  std::string type;  // "alert", "notification" or "anomaly"
-  std::string kind;  // alert: AlertEventKindName; notification: "firing"/"resolved"; "anomaly"
+  std::string type;  // "alert", "notification", "muted" or "anomaly"
+  // alert: AlertEventKindName; notification: "firing"/"resolved"; muted: the reason
+  // ("silence", "inhibit", "maintenance"); "anomaly"
+  std::string kind;
   std::string rule;
   std::string series;  // key ("" for a notification)
   std::string severity;
@@ -129,6 +139,7 @@ class LiveLoop final : private AlertSink {
   // AlertSink: called inside Tick() with mu_ held.
   void OnEvent(const AlertEvent& event) override;
   void OnNotification(const Notification& notification) override;
+  void OnMuted(const MutedAlert& muted) override;
   void PushEvent(TimelineEvent e);  // REQUIRES: mu_ held
 
   Registry& registry_;

@@ -268,12 +268,13 @@ TEST(GatewayConfigTest, ErrorsNameFileLineAndField) {
               StartsWith("gateway.yaml:4: "));
   EXPECT_EQ(ErrorOf("- a\n- b\n"),
             "gateway.yaml:1: expected a map with fields listen, threads, limits, timeouts, "
-            "health, tick, rules_file, api_token, api_token_file, tracing, routes");
+            "health, tick, rules_file, api_token, api_token_file, tracing, store, delivery, "
+            "external_url, routes");
   // Unknown fields, with a suggestion when one is close.
   EXPECT_EQ(ErrorOf(Minimal("listn: \"127.0.0.1:80\"\n")),
             "gateway.yaml:1: listn: unknown field; did you mean \"listen\"? (expected one of: "
             "listen, threads, limits, timeouts, health, tick, rules_file, api_token, "
-            "api_token_file, tracing, routes)");
+            "api_token_file, tracing, store, delivery, external_url, routes)");
   EXPECT_EQ(ErrorOf("routes:\n  - prefix: /\n    upstream: \"a:1\"\n    timeout: 1s\n"),
             "gateway.yaml:4: routes[0].timeout: unknown field (expected one of: name, prefix, "
             "protocol, upstream, upstreams, model, version, request_timeout, rewrite_prefix)");
@@ -283,7 +284,7 @@ TEST(GatewayConfigTest, ErrorsNameFileLineAndField) {
   EXPECT_EQ(ErrorOf(Minimal("api-token: x\n")),
             "gateway.yaml:1: api-token: unknown field; did you mean \"api_token\"? (expected one "
             "of: listen, threads, limits, timeouts, health, tick, rules_file, api_token, "
-            "api_token_file, tracing, routes)");
+            "api_token_file, tracing, store, delivery, external_url, routes)");
   EXPECT_EQ(ErrorOf(Minimal("tick: 1s\ntick: 2s\n")), "gateway.yaml:2: tick: appears twice");
 
   // listen and upstreams.
@@ -518,6 +519,39 @@ TEST(GatewayConfigTest, OddYamlFailsCleanly) {
               HasSubstr("routes[1].prefix: prefix \"/\" is already the prefix of routes[0]"));
 }
 
+TEST(GatewayConfigTest, StoreDeliveryAndExternalUrl) {
+  absl::StatusOr<GatewayConfig> c = ParseGatewayConfig(Minimal());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->store.path, "tailguard.db");
+  EXPECT_EQ(c->store.archive_after, std::chrono::hours(24 * 7));
+  EXPECT_EQ(c->delivery.initial_backoff, seconds(1));
+  EXPECT_EQ(c->delivery.max_backoff, std::chrono::minutes(5));
+  EXPECT_EQ(c->delivery.give_up_after, std::chrono::hours(24));
+  EXPECT_EQ(c->external_url, "");
+
+  c = ParseGatewayConfig(
+      Minimal("store: {path: \"\", archive_after: 0s}\n"
+              "delivery: {initial_backoff: 200ms, max_backoff: 1m, give_up_after: 2h}\n"
+              "external_url: https://tg.example.com/\n"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->store.path, "");  // in memory only
+  EXPECT_EQ(c->store.archive_after, Duration::zero());
+  EXPECT_EQ(c->delivery.initial_backoff, std::chrono::milliseconds(200));
+  EXPECT_EQ(c->delivery.max_backoff, std::chrono::minutes(1));
+  EXPECT_EQ(c->delivery.give_up_after, std::chrono::hours(2));
+  EXPECT_EQ(c->external_url, "https://tg.example.com");  // trailing / dropped
+
+  EXPECT_EQ(ErrorOf(Minimal("external_url: tg.example.com\n")),
+            "gateway.yaml:1: external_url: must start with http:// or https://, got "
+            "\"tg.example.com\"");
+  EXPECT_EQ(ErrorOf(Minimal("delivery:\n  initial_backoff: 1m\n  max_backoff: 1s\n")),
+            "gateway.yaml:1: delivery: max_backoff must be at least initial_backoff");
+  EXPECT_EQ(ErrorOf(Minimal("delivery:\n  give_up_after: 0s\n")),
+            "gateway.yaml:2: delivery.give_up_after: must be positive, like \"1s\", got \"0s\"");
+  EXPECT_THAT(ErrorOf(Minimal("store:\n  pth: x.db\n")),
+              StartsWith("gateway.yaml:2: store.pth: unknown field; did you mean \"path\"?"));
+}
+
 TEST(GatewayConfigTest, LoadResolvesFilesAgainstTheConfigDirectory) {
   WriteFile("load/conf/rules.yaml", "rules: []\n");
   WriteFile("load/conf/secrets/api.token", "tok-123\r\n\n");
@@ -530,6 +564,7 @@ TEST(GatewayConfigTest, LoadResolvesFilesAgainstTheConfigDirectory) {
   EXPECT_EQ(c->rules_file, dir + "/rules.yaml");
   EXPECT_EQ(c->api_token_file, dir + "/secrets/api.token");
   EXPECT_EQ(c->api_token, "tok-123");  // trailing newlines stripped
+  EXPECT_EQ(c->store.path, dir + "/tailguard.db");
 
   // Absolute paths stay as they are.
   const std::string abs_rules = WriteFile("load/elsewhere/rules.yaml", "rules: []\n");

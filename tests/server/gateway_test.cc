@@ -175,7 +175,11 @@ class GatewayTest : public ::testing::Test {
     for (size_t at; (at = routes.find("$UP")) != std::string::npos;) {
       routes.replace(at, 3, std::to_string(upstream_->port()));
     }
-    const std::string yaml = "listen: 127.0.0.1:0\nthreads: 2\n" + extra + "routes:\n" + routes;
+    // No event store unless a test asks for one: test cases run in parallel processes.
+    const std::string store =
+        extra.find("store:") == std::string::npos ? "store: {path: \"\"}\n" : "";
+    const std::string yaml =
+        "listen: 127.0.0.1:0\nthreads: 2\n" + store + extra + "routes:\n" + routes;
     absl::StatusOr<GatewayConfig> config = ParseGatewayConfig(yaml, "test.yaml");
     ASSERT_TRUE(config.ok()) << config.status() << "\n" << yaml;
     GatewayOptions options;

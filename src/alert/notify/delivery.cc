@@ -1,0 +1,199 @@
+#include "alert/notify/delivery.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "common/format.h"
+#include "common/strings.h"
+#include "tailguard/series_io.h"
+
+namespace tailguard::notify {
+namespace {
+
+constexpr Duration kDefaultTimeout = std::chrono::seconds(10);
+
+std::string Elapsed(Duration d) { return FormatDuration(static_cast<double>(d.count())); }
+
+}  // namespace
+
+DeliveryWorker::DeliveryWorker(const AlertConfig& config, store::EventStore& store,
+                               HttpSender& sender, const Clock& clock, DeliveryOptions options)
+    : config_(config),
+      store_(store),
+      sender_(sender),
+      clock_(clock),
+      options_(options),
+      rng_(options.seed != 0 ? options.seed : std::random_device{}()) {
+  for (const ReceiverOptions& r : config_.receivers) {
+    timeouts_[r.name] = r.target.timeout > Duration::zero() ? r.target.timeout : kDefaultTimeout;
+    if (r.target.kind == ReceiverTarget::Kind::kWeCom) wecom_.insert(r.name);
+    if (r.target.rate_per_minute > 0) {
+      Bucket b;
+      b.per_second = r.target.rate_per_minute / 60.0;
+      b.capacity = std::max(1.0, r.target.rate_per_minute / 6.0);
+      b.tokens = b.capacity;
+      buckets_[r.name] = b;
+    }
+  }
+}
+
+DeliveryWorker::~DeliveryWorker() { Stop(); }
+
+bool DeliveryWorker::TakeToken(const std::string& receiver, WallTime now) {
+  auto it = buckets_.find(receiver);
+  if (it == buckets_.end()) return true;
+  Bucket& b = it->second;
+  if (b.last != WallTime{} && now > b.last) {
+    const double elapsed = std::chrono::duration<double>(now - b.last).count();
+    b.tokens = std::min(b.capacity, b.tokens + elapsed * b.per_second);
+  }
+  if (b.last == WallTime{} || now > b.last) b.last = now;
+  if (b.tokens < 1.0) return false;
+  b.tokens -= 1.0;
+  return true;
+}
+
+Duration DeliveryWorker::Backoff(int attempts) {
+  // attempts >= 1: the wait after the attempts-th failure.
+  double wait = std::chrono::duration<double>(options_.initial_backoff).count();
+  const double cap = std::chrono::duration<double>(options_.max_backoff).count();
+  for (int i = 1; i < attempts && wait < cap; ++i) wait *= 2;
+  wait = std::min(wait, cap);
+  const double jitter = std::clamp(options_.jitter, 0.0, 1.0);
+  std::uniform_real_distribution<double> u(1.0 - jitter, 1.0);
+  return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(wait * u(rng_)));
+}
+
+WallTime DeliveryWorker::RunOnce(WallTime now) {
+  absl::StatusOr<std::vector<store::OutboxItem>> due = store_.Due(now, options_.batch);
+  if (!due.ok()) {
+    stats_.store_errors.fetch_add(1, std::memory_order_relaxed);
+    if (options_.log != nullptr) {
+      std::fprintf(options_.log, "tailguard: delivery: reading the outbox: %s\n",
+                   std::string(due.status().message()).c_str());
+    }
+    return now + options_.poll_interval;
+  }
+  WallTime next = WallTime::max();
+  // A receiver over its rate limit keeps its remaining items for later, in order.
+  absl::flat_hash_map<std::string, bool> limited;
+  for (const store::OutboxItem& item : *due) {
+    if (limited.contains(item.receiver)) continue;
+    if (!TakeToken(item.receiver, now)) {
+      limited[item.receiver] = true;
+      stats_.rate_limited.fetch_add(1, std::memory_order_relaxed);
+      const Bucket& b = buckets_[item.receiver];
+      const double wait_s = b.per_second > 0 ? (1.0 - b.tokens) / b.per_second : 1.0;
+      next = std::min(next, now + std::chrono::duration_cast<Duration>(
+                                      std::chrono::duration<double>(std::max(wait_s, 0.001))));
+      continue;
+    }
+    HttpRequest request;
+    request.method = item.method;
+    request.url = item.url;
+    request.headers = item.headers;
+    request.body = item.body;
+    request.check = wecom_.contains(item.receiver) ? HttpRequest::Check::kWeComErrcode
+                                                   : HttpRequest::Check::kStatus;
+    auto t = timeouts_.find(item.receiver);
+    const Duration timeout = t != timeouts_.end() ? t->second : kDefaultTimeout;
+
+    stats_.attempts.fetch_add(1, std::memory_order_relaxed);
+    const SendResult result = sender_.Send(request, timeout);
+    const WallTime done = clock_.WallNow() > now ? clock_.WallNow() : now;
+    absl::Status written;
+    if (result.delivered) {
+      written = store_.MarkDelivered(item.id, done, result.http_status);
+      stats_.delivered.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      const std::string why =
+          result.error.empty() ? Cat("HTTP ", result.http_status) : result.error;
+      const bool expired = options_.give_up_after > Duration::zero() &&
+                           done - item.created >= options_.give_up_after;
+      if (result.retryable && !expired) {
+        Duration wait = Backoff(item.attempts + 1);
+        // The receiver's Retry-After wins when it asks for longer (up to max_backoff).
+        if (result.retry_after.has_value()) {
+          wait = std::max(wait, std::min(*result.retry_after, options_.max_backoff));
+        }
+        const WallTime retry_at = done + wait;
+        written = store_.MarkRetry(item.id, retry_at, result.http_status, why);
+        stats_.retries.fetch_add(1, std::memory_order_relaxed);
+        next = std::min(next, retry_at);
+        if (options_.log != nullptr) {
+          std::fprintf(options_.log,
+                       "tailguard: delivery to %s failed (attempt %d): %s; retry at %s\n",
+                       item.receiver.c_str(), item.attempts + 1, why.c_str(),
+                       FormatTimestamp(retry_at).c_str());
+        }
+      } else {
+        const std::string reason =
+            result.retryable ? Cat(why, " (gave up after ", Elapsed(done - item.created), ")")
+                             : Cat(why, " (permanent error: not retried)");
+        written = store_.MarkFailed(item.id, done, result.http_status, reason);
+        stats_.failed.fetch_add(1, std::memory_order_relaxed);
+        if (options_.log != nullptr) {
+          std::fprintf(options_.log, "tailguard: delivery to %s failed for good: %s\n",
+                       item.receiver.c_str(), reason.c_str());
+        }
+      }
+    }
+    if (!written.ok()) {
+      stats_.store_errors.fetch_add(1, std::memory_order_relaxed);
+      if (options_.log != nullptr) {
+        std::fprintf(options_.log, "tailguard: delivery: recording an outcome: %s\n",
+                     std::string(written.message()).c_str());
+      }
+    }
+  }
+  if (due->size() >= static_cast<size_t>(options_.batch)) return now;  // more are waiting
+  absl::StatusOr<std::optional<WallTime>> pending = store_.NextAttempt();
+  if (pending.ok() && pending->has_value()) {
+    // Items of a rate-limited receiver are due already; `next` holds when a token comes back.
+    const WallTime at = std::max(**pending, now);
+    if (at > now || limited.empty()) next = std::min(next, at);
+  }
+  return next;
+}
+
+void DeliveryWorker::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (thread_.joinable()) return;
+  stop_ = false;
+  thread_ = std::thread([this] {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      woken_ = false;
+      lock.unlock();
+      const WallTime now = clock_.WallNow();
+      const WallTime next = RunOnce(now);
+      lock.lock();
+      if (stop_) break;
+      if (woken_) continue;
+      Duration wait = options_.poll_interval;
+      if (next != WallTime::max() && next - now < wait) wait = std::max(next - now, Duration(0));
+      if (wait <= Duration::zero()) continue;
+      cv_.wait_for(lock, wait, [this] { return stop_ || woken_; });
+    }
+  });
+}
+
+void DeliveryWorker::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void DeliveryWorker::Wake() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    woken_ = true;
+  }
+  cv_.notify_all();
+}
+
+}  // namespace tailguard::notify

@@ -1,0 +1,63 @@
+#!/bin/sh
+# `tailguard alerts` on a store made by `tailguard serve`: silences are added, listed and expired;
+# every bad argument is refused with a message and exit code 2; a missing store is named.
+# Usage: alerts_cli.sh TAILGUARD WORKDIR
+set -u
+tailguard=$1
+dir=$2
+rm -rf "$dir"
+mkdir -p "$dir"
+fail() { echo "FAIL: $*"; exit 1; }
+# Runs the command; its output must match the pattern and its exit code must be $1.
+expect() {
+  code=$1; pattern=$2; shift 2
+  out=$("$@" 2>&1); got=$?
+  [ "$got" -eq "$code" ] || fail "$* exited $got (expected $code): $out"
+  printf '%s\n' "$out" | grep -q -- "$pattern" || fail "$* printed '$out', expected /$pattern/"
+}
+
+expect 2 "no event store at $dir/none.db" "$tailguard" alerts --db "$dir/none.db" list
+
+# A store as the gateway leaves it.
+cat >"$dir/gateway.yaml" <<YAML
+listen: 127.0.0.1:0
+store: {path: events.db}
+routes:
+  - prefix: /
+    upstream: 127.0.0.1:9
+YAML
+"$tailguard" serve --config "$dir/gateway.yaml" >"$dir/serve.log" 2>&1 &
+pid=$!
+i=0
+until grep -q 'listening on' "$dir/serve.log"; do
+  i=$((i + 1)); [ "$i" -le 300 ] || fail "serve did not start: $(cat "$dir/serve.log")"; sleep 0.1
+done
+kill -TERM "$pid"; wait "$pid" || fail "serve exited with $?"
+[ -f "$dir/events.db" ] || fail "serve made no store at store.path"
+
+db="--db $dir/events.db"
+expect 0 "no active alerts" "$tailguard" alerts $db list
+expect 0 "no alerts" "$tailguard" alerts --config "$dir/gateway.yaml" list --all
+expect 0 '^\[\]$' "$tailguard" alerts $db list --json
+expect 0 "outbox: 0 pending, 0 delivered" "$tailguard" alerts $db outbox
+expect 2 "alert 42" "$tailguard" alerts $db show 42
+expect 2 "alert 42" "$tailguard" alerts $db ack 42 --by me
+expect 2 "alert 42" "$tailguard" alerts $db archive 42
+expect 2 "--state: expected pending, delivered, failed or skipped" "$tailguard" alerts $db outbox --state lost
+
+expect 0 'silence 1: {model="rank"} until' \
+  "$tailguard" alerts $db silence add --match '{model="rank"}' --duration 2h --comment deploy --by ops
+expect 0 'ops .*{model="rank"} .*deploy' "$tailguard" alerts $db silence list
+expect 0 '"active": true' "$tailguard" alerts $db silence list --json
+expect 2 "--comment is required" "$tailguard" alerts $db silence add --match '{model="x"}'
+expect 2 "--duration: expected a positive duration" \
+  "$tailguard" alerts $db silence add --match '{model="x"}' --duration soon --comment c
+expect 2 "matcher" "$tailguard" alerts $db silence add --match '{}' --comment c
+expect 2 "model=" "$tailguard" alerts $db silence add --match '{model=rank}' --comment c
+expect 2 "regex\|regular" "$tailguard" alerts $db silence add --match '{model=~"(("}' --comment c
+expect 0 "silence 1 expired" "$tailguard" alerts $db silence expire 1
+expect 2 "expired" "$tailguard" alerts $db silence expire 1
+expect 0 "no silences" "$tailguard" alerts $db silence list
+expect 0 "deploy" "$tailguard" alerts $db silence list --all
+expect 2 "silence 9" "$tailguard" alerts $db silence expire 9
+echo "alerts cli: ok"
