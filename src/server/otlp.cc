@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "absl/status/status.h"
+#include "common/curl_errors.h"
 #include "common/strings.h"
 
 #ifndef TAILGUARD_VERSION
@@ -200,33 +201,6 @@ absl::Status ValidateOptions(const OtlpOptions& o, bool* https) {
 // Retryable per the OTLP/HTTP specification: throttling and transient gateway answers.
 bool IsRetryableStatus(long status) {
   return status == 429 || status == 502 || status == 503 || status == 504;
-}
-
-// Transport errors that another attempt cannot fix (configuration, TLS trust, local faults);
-// the rest (refused, reset, timed out, name resolution) are retried.
-bool IsPermanentCurlError(CURLcode code) {
-  switch (code) {
-    case CURLE_UNSUPPORTED_PROTOCOL:
-    case CURLE_FAILED_INIT:
-    case CURLE_URL_MALFORMAT:
-    case CURLE_NOT_BUILT_IN:
-    case CURLE_OUT_OF_MEMORY:
-    case CURLE_PEER_FAILED_VERIFICATION:
-    case CURLE_SSL_CERTPROBLEM:
-    case CURLE_SSL_CIPHER:
-    case CURLE_SSL_CACERT_BADFILE:
-    case CURLE_SSL_ENGINE_NOTFOUND:
-    case CURLE_SSL_ENGINE_SETFAILED:
-    case CURLE_SSL_ENGINE_INITFAILED:
-    case CURLE_SSL_CRL_BADFILE:
-    case CURLE_SSL_ISSUER_ERROR:
-    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
-    case CURLE_SSL_INVALIDCERTSTATUS:
-    case CURLE_SSL_CLIENTCERT:
-      return true;
-    default:
-      return false;
-  }
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "common/curl_errors.h"
 #include "common/strings.h"
 
 #ifndef TAILGUARD_VERSION
@@ -59,33 +60,6 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
 // Retryable HTTP statuses: timeouts, "too early", throttling and server-side failures.
 bool IsRetryableStatus(long status) {
   return status == 408 || status == 425 || status == 429 || (status >= 500 && status <= 599);
-}
-
-// Transport errors that another attempt cannot fix (configuration, TLS trust, local faults);
-// the rest (refused, reset, timed out, name resolution, empty answer) are retried.
-bool IsPermanentCurlError(CURLcode code) {
-  switch (code) {
-    case CURLE_UNSUPPORTED_PROTOCOL:
-    case CURLE_FAILED_INIT:
-    case CURLE_URL_MALFORMAT:
-    case CURLE_NOT_BUILT_IN:
-    case CURLE_OUT_OF_MEMORY:
-    case CURLE_PEER_FAILED_VERIFICATION:
-    case CURLE_SSL_CERTPROBLEM:
-    case CURLE_SSL_CIPHER:
-    case CURLE_SSL_CACERT_BADFILE:
-    case CURLE_SSL_ENGINE_NOTFOUND:
-    case CURLE_SSL_ENGINE_SETFAILED:
-    case CURLE_SSL_ENGINE_INITFAILED:
-    case CURLE_SSL_CRL_BADFILE:
-    case CURLE_SSL_ISSUER_ERROR:
-    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
-    case CURLE_SSL_INVALIDCERTSTATUS:
-    case CURLE_SSL_CLIENTCERT:
-      return true;
-    default:
-      return false;
-  }
 }
 
 // Why `request` cannot be sent at all; "" when it can. Never quotes the URL or header values.
