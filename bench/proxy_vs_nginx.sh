@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Side-by-side proxy benchmark: `tailguard serve` against nginx as a reverse proxy in front of the
 # same nginx upstream (requests/s at saturation), then the latency tailguard adds at half of its
-# maximum load. Prints FIGURE lines (DESIGN.md, Conventions); takes about a minute.
+# maximum load, with what the nginx proxy adds at the same pacing as the reference. Prints FIGURE
+# lines (DESIGN.md, Conventions); takes about a minute.
 #
 # Usage: bench/proxy_vs_nginx.sh BUILD_DIR     (tailguard is BUILD_DIR/apps/tailguard/tailguard)
 # Environment (all optional):
@@ -203,7 +204,8 @@ function delay()
 end
 EOF
 echo "latency at ~$rate req/s (half of $put_name's max): wrk -c$paced_c, mean delay ${PACED_DELAY_MS} ms"
-direct_p50=() direct_p99=() put_p50=() put_p99=()
+# The nginx proxy at the same pacing is the reference: what a mature proxy adds on this machine.
+direct_p50=() direct_p99=() put_p50=() put_p99=() ref_p50=() ref_p99=()
 for r in $(seq "$ROUNDS"); do
   run_wrk "$tmp/wrk.txt" "$paced_c" "$direct_url" -s "$tmp/pace.lua"
   direct_p50+=("$(latency_us "$tmp/wrk.txt" 50)")
@@ -212,17 +214,26 @@ for r in $(seq "$ROUNDS"); do
   run_wrk "$tmp/wrk.txt" "$paced_c" "$put_url" -s "$tmp/pace.lua"
   put_p50+=("$(latency_us "$tmp/wrk.txt" 50)")
   put_p99+=("$(latency_us "$tmp/wrk.txt" 99)")
+  put_rate=$(rps_of "$tmp/wrk.txt")
+  run_wrk "$tmp/wrk.txt" "$paced_c" "$nginx_url" -s "$tmp/pace.lua"
+  ref_p50+=("$(latency_us "$tmp/wrk.txt" 50)")
+  ref_p99+=("$(latency_us "$tmp/wrk.txt" 99)")
   echo "round $r/$ROUNDS: direct p50 ${direct_p50[-1]} us p99 ${direct_p99[-1]} us" \
     "($direct_rate req/s); $put_name p50 ${put_p50[-1]} us p99 ${put_p99[-1]} us" \
+    "($put_rate req/s); nginx proxy p50 ${ref_p50[-1]} us p99 ${ref_p99[-1]} us" \
     "($(rps_of "$tmp/wrk.txt") req/s)"
 done
 d50=$(median "${direct_p50[@]}") d99=$(median "${direct_p99[@]}")
 p50=$(median "${put_p50[@]}") p99=$(median "${put_p99[@]}")
+r50=$(median "${ref_p50[@]}") r99=$(median "${ref_p99[@]}")
 echo "direct: median p50 $d50 us, p99 $d99 us"
 echo "$put_name: median p50 $p50 us, p99 $p99 us"
+echo "nginx proxy: median p50 $r50 us, p99 $r99 us"
 
 [ "$PROXY_UNDER_TEST" = nginx ] &&
   echo "NOTE: PROXY_UNDER_TEST=nginx: these figures compare nginx with itself, not tailguard"
 echo "FIGURE proxy_rps_ratio_vs_nginx $ratio x"
 awk -v a="$p50" -v b="$d50" 'BEGIN { printf "FIGURE proxy_added_p50_us %.1f us\n", a - b }'
 awk -v a="$p99" -v b="$d99" 'BEGIN { printf "FIGURE proxy_added_p99_us %.1f us\n", a - b }'
+awk -v a="$r50" -v b="$d50" 'BEGIN { printf "FIGURE nginx_added_p50_us %.1f us\n", a - b }'
+awk -v a="$r99" -v b="$d99" 'BEGIN { printf "FIGURE nginx_added_p99_us %.1f us\n", a - b }'
