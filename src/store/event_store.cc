@@ -922,24 +922,43 @@ absl::StatusOr<int64_t> EventStore::Enqueue(const Notification& n, const OutboxI
   return id;
 }
 
-absl::StatusOr<std::vector<OutboxItem>> EventStore::Due(WallTime now, int limit) {
+namespace {
+
+// " AND o.receiver NOT IN (?first, ...)" for `skip`, or "" when it is empty.
+std::string NotIn(std::span<const std::string> skip, int first) {
+  if (skip.empty()) return "";
+  std::string sql = " AND o.receiver NOT IN (";
+  for (size_t i = 0; i < skip.size(); ++i) {
+    sql += Cat(i == 0 ? "" : ", ", "?", first + static_cast<int>(i));
+  }
+  return sql + ")";
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<OutboxItem>> EventStore::Due(WallTime now, int limit,
+                                                        std::span<const std::string> skip) {
   if (limit <= 0) return absl::InvalidArgumentError(Cat("Due: limit ", limit, " must be > 0"));
   Lock lock(mu_);
   TG_ASSIGN_OR_RETURN(Statement st,
                       db_.Prepare(Cat("SELECT ", kOutboxColumns,
                                       " FROM outbox AS o WHERE o.state = 'pending' AND "
-                                      "o.next_attempt_at <= ?1 ORDER BY o.created_at, o.id "
-                                      "LIMIT ?2")));
+                                      "o.next_attempt_at <= ?1",
+                                      NotIn(skip, 3), " ORDER BY o.created_at, o.id LIMIT ?2")));
   st.Bind(1, Ns(now)).Bind(2, limit);
+  for (size_t i = 0; i < skip.size(); ++i) st.Bind(3 + static_cast<int>(i), skip[i]);
   std::vector<OutboxItem> out;
   TG_RETURN_IF_ERROR(Collect(st, out, ReadOutbox));
   return out;
 }
 
-absl::StatusOr<std::optional<WallTime>> EventStore::NextAttempt() {
+absl::StatusOr<std::optional<WallTime>> EventStore::NextAttempt(std::span<const std::string> skip) {
   Lock lock(mu_);
-  TG_ASSIGN_OR_RETURN(
-      Statement st, db_.Prepare("SELECT MIN(next_attempt_at) FROM outbox WHERE state = 'pending'"));
+  TG_ASSIGN_OR_RETURN(Statement st,
+                      db_.Prepare(Cat("SELECT MIN(o.next_attempt_at) FROM outbox AS o WHERE "
+                                      "o.state = 'pending'",
+                                      NotIn(skip, 1))));
+  for (size_t i = 0; i < skip.size(); ++i) st.Bind(1 + static_cast<int>(i), skip[i]);
   TG_ASSIGN_OR_RETURN(bool row, st.Step());
   if (!row) return std::optional<WallTime>();
   return OptTime(st, 0);

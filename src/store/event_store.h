@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -334,10 +335,14 @@ class EventStore {
   absl::StatusOr<int64_t> Enqueue(const Notification& n, const OutboxItem& item,
                                   bool* inserted = nullptr);
 
-  // Pending items with next_attempt <= now, oldest (by created) first, at most `limit` (> 0).
-  absl::StatusOr<std::vector<OutboxItem>> Due(WallTime now, int limit);
-  // The earliest next_attempt of a pending item; nullopt when none is pending.
-  absl::StatusOr<std::optional<WallTime>> NextAttempt();
+  // Pending items with next_attempt <= now, oldest (by created) first, at most `limit` (> 0),
+  // leaving out the receivers in `skip` (those the caller is holding back: rate-limited or
+  // down), so that they cannot fill the batch and starve the others.
+  absl::StatusOr<std::vector<OutboxItem>> Due(WallTime now, int limit,
+                                              std::span<const std::string> skip = {});
+  // The earliest next_attempt of a pending item, leaving out the receivers in `skip`; nullopt
+  // when none is pending.
+  absl::StatusOr<std::optional<WallTime>> NextAttempt(std::span<const std::string> skip = {});
 
   // Outcome of one attempt on a pending item; each counts one attempt. NotFound for an unknown
   // id; FailedPrecondition when the item is not pending (e.g. another process delivered it).

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -29,6 +30,10 @@ class ScriptedSender final : public HttpSender {
     std::lock_guard<std::mutex> lock(mu_);
     requests.push_back(request);
     timeouts.push_back(timeout);
+    if (auto it = by_url.find(request.url); it != by_url.end()) {
+      cv_.notify_all();
+      return it->second;
+    }
     SendResult r = script.empty() ? Ok() : script.front();
     if (script.size() > 1) script.pop_front();
     cv_.notify_all();
@@ -64,6 +69,7 @@ class ScriptedSender final : public HttpSender {
   }
 
   std::deque<SendResult> script;
+  std::map<std::string, SendResult> by_url;  // wins over the script for its URL
   std::vector<HttpRequest> requests;
   std::vector<Duration> timeouts;
 
@@ -196,7 +202,8 @@ TEST_F(DeliveryTest, JitterDrawsEachWaitWithinItsRange) {
   options_.max_backoff = 10s;
   options_.jitter = 0.5;
   const WallTime t0 = clock_.WallNow();
-  for (int i = 0; i < 20; ++i) Enqueue("k" + std::to_string(i), t0);
+  // 20 receivers: a receiver that fails is held back after its first message.
+  for (int i = 0; i < 20; ++i) Enqueue("k" + std::to_string(i), t0, "r" + std::to_string(i));
   sender_.script = {ScriptedSender::Status(503, true)};
   DeliveryWorker worker(config_, *store_, sender_, clock_, options_);
   worker.RunOnce(t0);
@@ -290,6 +297,50 @@ TEST_F(DeliveryTest, AnotherReceiverIsNotHeldUpByALimitedOne) {
   ASSERT_EQ(sender_.requests.size(), 2u);
   EXPECT_EQ(sender_.requests[1].url, "http://127.0.0.1:1/other");
   EXPECT_EQ(sender_.timeouts[1], 10s) << "a receiver not in the config gets the default timeout";
+}
+
+TEST_F(DeliveryTest, AReceiverThatIsDownGetsOneProbePerBackoffAndHoldsUpNoOther) {
+  options_.initial_backoff = 10s;
+  const WallTime t0 = clock_.WallNow();
+  for (int i = 0; i < 5; ++i) Enqueue("h" + std::to_string(i), t0);  // to the dead receiver
+  Enqueue("o", t0 + 1s, "other");
+  SendResult timeout;
+  timeout.error = "Timeout was reached";
+  timeout.retryable = true;
+  sender_.by_url["http://127.0.0.1:1/hook"] = timeout;
+  DeliveryWorker worker(config_, *store_, sender_, clock_, options_);
+  EXPECT_EQ(worker.RunOnce(t0 + 1s), t0 + 11s);
+  ASSERT_EQ(sender_.requests.size(), 2u) << "one probe of the dead receiver, then the other";
+  EXPECT_EQ(sender_.requests[0].url, "http://127.0.0.1:1/hook");
+  EXPECT_EQ(sender_.requests[1].url, "http://127.0.0.1:1/other");
+  EXPECT_EQ(Item("o").state, OutboxItem::State::kDelivered);
+  for (int i = 1; i < 5; ++i) {
+    EXPECT_EQ(Item("h" + std::to_string(i)).attempts, 0) << "held back, not tried";
+    EXPECT_EQ(Item("h" + std::to_string(i)).state, OutboxItem::State::kPending);
+  }
+  // Nothing is tried before the backoff has passed; then one probe again.
+  EXPECT_EQ(worker.RunOnce(t0 + 5s), t0 + 11s);
+  EXPECT_EQ(sender_.requests.size(), 2u);
+  sender_.by_url.clear();  // the receiver is back
+  worker.RunOnce(t0 + 11s);
+  EXPECT_EQ(sender_.requests.size(), 7u) << "the probe succeeds and the rest follow";
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(Item("h" + std::to_string(i)).state, OutboxItem::State::kDelivered);
+  }
+}
+
+TEST_F(DeliveryTest, HeldBackReceiversCannotFillTheBatch) {
+  options_.batch = 2;
+  config_.receivers[0].target.rate_per_minute = 1;
+  const WallTime t0 = clock_.WallNow();
+  for (int i = 0; i < 4; ++i) Enqueue("h" + std::to_string(i), t0);  // rate-limited receiver
+  Enqueue("o", t0 + 1s, "other");                                    // the newest
+  DeliveryWorker worker(config_, *store_, sender_, clock_, options_);
+  const WallTime first = worker.RunOnce(t0 + 1s);  // h0 sent; h1 out of tokens
+  EXPECT_EQ(first, t0 + 1s) << "the batch was full: look again at once";
+  worker.RunOnce(t0 + 1s);
+  EXPECT_EQ(Item("o").state, OutboxItem::State::kDelivered);
+  EXPECT_EQ(Item("h1").state, OutboxItem::State::kPending);
 }
 
 TEST_F(DeliveryTest, ARestartResumesPendingDeliveriesWithTheSameBytes) {

@@ -40,18 +40,16 @@ DeliveryWorker::DeliveryWorker(const AlertConfig& config, store::EventStore& sto
 
 DeliveryWorker::~DeliveryWorker() { Stop(); }
 
-bool DeliveryWorker::TakeToken(const std::string& receiver, WallTime now) {
-  auto it = buckets_.find(receiver);
-  if (it == buckets_.end()) return true;
-  Bucket& b = it->second;
+// Refills `b` up to `now` and returns when it will next hold a whole token (`now` if it does).
+WallTime DeliveryWorker::Refill(Bucket& b, WallTime now) {
   if (b.last != WallTime{} && now > b.last) {
     const double elapsed = std::chrono::duration<double>(now - b.last).count();
     b.tokens = std::min(b.capacity, b.tokens + elapsed * b.per_second);
   }
   if (b.last == WallTime{} || now > b.last) b.last = now;
-  if (b.tokens < 1.0) return false;
-  b.tokens -= 1.0;
-  return true;
+  if (b.tokens >= 1.0) return now;
+  const double wait_s = std::max((1.0 - b.tokens) / b.per_second, 0.001);
+  return now + std::chrono::duration_cast<Duration>(std::chrono::duration<double>(wait_s));
 }
 
 Duration DeliveryWorker::Backoff(int attempts) {
@@ -66,7 +64,30 @@ Duration DeliveryWorker::Backoff(int attempts) {
 }
 
 WallTime DeliveryWorker::RunOnce(WallTime now) {
-  absl::StatusOr<std::vector<store::OutboxItem>> due = store_.Due(now, options_.batch);
+  WallTime next = WallTime::max();
+  // Receivers held back this pass: down (one probe per backoff, so that a receiver that times
+  // out does not hold up the others for a timeout per message) or out of rate-limit tokens.
+  // Their messages stay pending, in order, and are left out of the query so that they cannot
+  // fill the batch.
+  std::vector<std::string> skip;
+  const auto hold = [&](const std::string& receiver, WallTime until) {
+    if (std::find(skip.begin(), skip.end(), receiver) == skip.end()) skip.push_back(receiver);
+    next = std::min(next, until);
+  };
+  for (auto it = held_.begin(); it != held_.end();) {
+    if (it->second > now) {
+      hold(it->first, it->second);
+      ++it;
+    } else {
+      held_.erase(it++);
+    }
+  }
+  for (auto& [receiver, bucket] : buckets_) {
+    const WallTime token = Refill(bucket, now);
+    if (token > now) hold(receiver, token);
+  }
+
+  absl::StatusOr<std::vector<store::OutboxItem>> due = store_.Due(now, options_.batch, skip);
   if (!due.ok()) {
     stats_.store_errors.fetch_add(1, std::memory_order_relaxed);
     if (options_.log != nullptr) {
@@ -75,20 +96,19 @@ WallTime DeliveryWorker::RunOnce(WallTime now) {
     }
     return now + options_.poll_interval;
   }
-  WallTime next = WallTime::max();
-  // A receiver over its rate limit keeps its remaining items for later, in order.
-  absl::flat_hash_map<std::string, bool> limited;
+  bool sent = false;
   for (const store::OutboxItem& item : *due) {
-    if (limited.contains(item.receiver)) continue;
-    if (!TakeToken(item.receiver, now)) {
-      limited[item.receiver] = true;
-      stats_.rate_limited.fetch_add(1, std::memory_order_relaxed);
-      const Bucket& b = buckets_[item.receiver];
-      const double wait_s = b.per_second > 0 ? (1.0 - b.tokens) / b.per_second : 1.0;
-      next = std::min(next, now + std::chrono::duration_cast<Duration>(
-                                      std::chrono::duration<double>(std::max(wait_s, 0.001))));
-      continue;
+    if (std::find(skip.begin(), skip.end(), item.receiver) != skip.end()) continue;
+    if (auto b = buckets_.find(item.receiver); b != buckets_.end()) {
+      const WallTime token = Refill(b->second, now);
+      if (token > now) {
+        stats_.rate_limited.fetch_add(1, std::memory_order_relaxed);
+        hold(item.receiver, token);
+        continue;
+      }
+      b->second.tokens -= 1.0;
     }
+    sent = true;
     HttpRequest request;
     request.method = item.method;
     request.url = item.url;
@@ -104,6 +124,7 @@ WallTime DeliveryWorker::RunOnce(WallTime now) {
     const WallTime done = clock_.WallNow() > now ? clock_.WallNow() : now;
     absl::Status written;
     if (result.delivered) {
+      held_.erase(item.receiver);
       written = store_.MarkDelivered(item.id, done, result.http_status);
       stats_.delivered.fetch_add(1, std::memory_order_relaxed);
     } else {
@@ -120,7 +141,8 @@ WallTime DeliveryWorker::RunOnce(WallTime now) {
         const WallTime retry_at = done + wait;
         written = store_.MarkRetry(item.id, retry_at, result.http_status, why);
         stats_.retries.fetch_add(1, std::memory_order_relaxed);
-        next = std::min(next, retry_at);
+        held_[item.receiver] = retry_at;
+        hold(item.receiver, retry_at);
         if (options_.log != nullptr) {
           std::fprintf(options_.log,
                        "tailguard: delivery to %s failed (attempt %d): %s; retry at %s\n",
@@ -147,13 +169,9 @@ WallTime DeliveryWorker::RunOnce(WallTime now) {
       }
     }
   }
-  if (due->size() >= static_cast<size_t>(options_.batch)) return now;  // more are waiting
-  absl::StatusOr<std::optional<WallTime>> pending = store_.NextAttempt();
-  if (pending.ok() && pending->has_value()) {
-    // Items of a rate-limited receiver are due already; `next` holds when a token comes back.
-    const WallTime at = std::max(**pending, now);
-    if (at > now || limited.empty()) next = std::min(next, at);
-  }
+  if (sent && due->size() >= static_cast<size_t>(options_.batch)) return now;  // more waiting
+  absl::StatusOr<std::optional<WallTime>> pending = store_.NextAttempt(skip);
+  if (pending.ok() && pending->has_value()) next = std::min(next, std::max(**pending, now));
   return next;
 }
 

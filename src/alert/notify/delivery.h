@@ -53,13 +53,16 @@ struct DeliveryStats {
   std::atomic<uint64_t> store_errors{0};
 };
 
-// The algorithm, one pass (RunOnce): take the due pending items, oldest first; for each, if its
-// receiver's token bucket (rate_per_minute, burst of a tenth of a minute's worth and at least 1)
-// has no token, leave it for later; otherwise send it. 2xx: delivered. A retryable failure (5xx,
-// 408, 425, 429, transport errors, WeCom's rate-limit errcode): retry after the backoff for its
-// attempt count, or give up once give_up_after has passed since it was stored. A permanent
-// failure (another 4xx, a WeCom error): failed at once, since sending the same payload again
-// cannot succeed.
+// The algorithm, one pass (RunOnce): take the due pending items, oldest first, leaving out the
+// receivers held back. A receiver is held back while its token bucket (rate_per_minute, burst of
+// a tenth of a minute's worth and at least 1) is empty, and after a retryable failure until that
+// message's retry time, so a receiver that is down gets one probe per backoff and never holds
+// up the others (a blackholed receiver costs one timeout per backoff, not one per message).
+// Each item is sent. 2xx: delivered. A retryable failure (5xx, 408, 425, 429, transport errors,
+// WeCom's rate-limit errcode): retry after the backoff for its attempt count (at least the
+// receiver's Retry-After), or give up once give_up_after has passed since it was stored. A
+// permanent failure (another 4xx, a WeCom error): failed at once, since sending the same
+// payload again cannot succeed.
 //
 // Every outcome is written to the store before the next item is sent, so a restart resumes with
 // what is left; an item whose attempt was cut by a crash is sent again (at least once), with the
@@ -95,7 +98,7 @@ class DeliveryWorker {
     double per_second = 0;  // 0: unlimited
     WallTime last{};
   };
-  bool TakeToken(const std::string& receiver, WallTime now);
+  WallTime Refill(Bucket& b, WallTime now);
   Duration Backoff(int attempts);
 
   const AlertConfig& config_;
@@ -103,7 +106,9 @@ class DeliveryWorker {
   HttpSender& sender_;
   const Clock& clock_;
   const DeliveryOptions options_;
-  absl::flat_hash_map<std::string, Bucket> buckets_;     // used by RunOnce only
+  absl::flat_hash_map<std::string, Bucket> buckets_;  // used by RunOnce only
+  // Receivers that failed with a retryable error: no attempt before the time. RunOnce only.
+  absl::flat_hash_map<std::string, WallTime> held_;
   absl::flat_hash_map<std::string, Duration> timeouts_;  // constant after construction
   absl::flat_hash_set<std::string> wecom_;               // constant after construction
   std::mt19937_64 rng_;                                  // used by RunOnce only
