@@ -80,7 +80,11 @@ absl::StatusOr<std::unique_ptr<EventStore>> OpenStore(const AlertsFlags& f) {
             ": give the file with --db, or the gateway configuration with --config (its "
             "store.path), or run where `tailguard serve` keeps tailguard.db"));
   }
-  return EventStore::Open(*path);
+  absl::StatusOr<std::unique_ptr<EventStore>> store = EventStore::Open(*path);
+  // A store that exists but cannot be used (newer schema, not a database, locked) is a runtime
+  // failure (exit 1), not a usage error.
+  if (!store.ok()) return absl::UnavailableError(store.status().message());
+  return store;
 }
 
 int Fail(const absl::Status& s) {

@@ -135,6 +135,20 @@ void Grouper::Resolve(LiveAlert& alert, WallTime t) {
 }
 
 void Grouper::Advance(WallTime now) {
+  if (catch_up_) {
+    // The first look after Restore(): a group whose flushes were missed while tailguard was down
+    // flushes once, at its latest missed slot, instead of replaying each (a burst of stale
+    // repeats stamped with old times).
+    catch_up_ = false;
+    next_due_ = WallTime::max();
+    for (auto& [key, g] : groups_) {
+      const Duration interval = owners_[g->owner].route.group_interval;
+      if (g->next_flush < now && interval > Duration::zero()) {
+        g->next_flush += (now - g->next_flush) / interval * interval;
+      }
+      next_due_ = std::min(next_due_, g->next_flush);
+    }
+  }
   while (next_due_ <= now) {
     Group* due = nullptr;
     for (auto& [key, g] : groups_) {
@@ -329,6 +343,7 @@ void Grouper::Restore(std::span<const SavedGroup> groups,
     next_due_ = std::min(next_due_, g->next_flush);
     groups_.emplace(std::move(map_key), std::move(g));
   }
+  catch_up_ = !groups_.empty();
 }
 
 void Grouper::Clear() {

@@ -170,6 +170,8 @@ class Grouper {
   std::vector<LiveAlert*> live_;  // every firing alert (Place()d and not resolved)
   // No group flushes before this (a lower bound; WallTime::max() when there are no groups).
   WallTime next_due_ = WallTime::max();
+  // Set by Restore(): the next Advance() skips the flush slots missed while stopped.
+  bool catch_up_ = false;
 };
 
 // A notification's view of `alert`.

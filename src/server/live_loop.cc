@@ -83,10 +83,10 @@ absl::StatusOr<std::unique_ptr<LiveLoop>> LiveLoop::Create(Registry& registry, A
                      loop->engine_->ActiveAlerts().size());
       }
     }
-    if (!restored) {
-      absl::Status clean = options.journal->StartClean(registry.Now());
-      if (!clean.ok()) return clean;
-    }
+    absl::Status clean =
+        restored ? options.journal->Reconcile(loop->engine_->ActiveAlerts(), registry.Now())
+                 : options.journal->StartClean(registry.Now());
+    if (!clean.ok()) return clean;
   }
   return loop;
 }
@@ -133,8 +133,8 @@ void LiveLoop::Tick() {
     for (Series* s : all) minutes.push_back(s->Window(std::chrono::minutes(1), now));
   }
 
-  std::lock_guard<std::mutex> lock(mu_);
-  if (options_.journal != nullptr) options_.journal->BeginTick(now);
+  if (options_.journal != nullptr) options_.journal->BeginTick(now);  // reads the silences
+  std::unique_lock<std::mutex> lock(mu_);
   if (new_minute) last_minute_ = now;
   std::vector<SeriesSnapshot> snapshot;
   snapshot.reserve(all.size());
@@ -230,7 +230,9 @@ void LiveLoop::Tick() {
     snapshot.push_back(std::move(snap));
   }
   engine_->Advance(now);
-  if (options_.journal != nullptr) options_.journal->EndTick(*engine_);
+  // The store is written after the lock is released, so a slow disk never holds up the API.
+  std::string engine_state;
+  if (options_.journal != nullptr) engine_state = engine_->SaveState();
 
   // The worst alert state per series.
   absl::flat_hash_map<std::string_view, SeriesSnapshot*> by_key;
@@ -250,6 +252,9 @@ void LiveLoop::Tick() {
       if (samples_.size() > options_.sample_capacity) samples_.pop_front();
     }
   }
+  lock.unlock();
+  // Only this thread uses the journal.
+  if (options_.journal != nullptr) options_.journal->Commit(engine_state);
   ticks_.fetch_add(1, std::memory_order_relaxed);
 }
 

@@ -570,6 +570,34 @@ absl::StatusOr<int> EventStore::EndActiveAlerts(WallTime now) {
   return n;
 }
 
+absl::StatusOr<int> EventStore::EndActiveAlertsExcept(std::span<const ActiveKey> keep,
+                                                      WallTime now) {
+  Lock lock(mu_);
+  TG_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(db_));
+  TG_ASSIGN_OR_RETURN(Statement select,
+                      db_.Prepare("SELECT id, rule, series FROM alerts WHERE ended_at IS NULL"));
+  std::vector<int64_t> ended;
+  for (;;) {
+    TG_ASSIGN_OR_RETURN(bool row, select.Step());
+    if (!row) break;
+    const std::string rule = select.ColumnText(1), series = select.ColumnText(2);
+    const bool kept = std::any_of(keep.begin(), keep.end(), [&](const ActiveKey& k) {
+      return k.first == rule && k.second == series;
+    });
+    if (!kept) ended.push_back(select.ColumnInt64(0));
+  }
+  TG_ASSIGN_OR_RETURN(Statement update,
+                      db_.Prepare("UPDATE alerts SET state = 'abandoned', ended_at = ?1, "
+                                  "updated_at = ?1 WHERE id = ?2"));
+  for (int64_t id : ended) {
+    update.Reset();
+    update.Bind(1, Ns(now)).Bind(2, id);
+    TG_RETURN_IF_ERROR(update.Run());
+  }
+  TG_RETURN_IF_ERROR(tx.Commit());
+  return static_cast<int>(ended.size());
+}
+
 absl::StatusOr<std::vector<AlertRow>> EventStore::ListAlerts(const AlertQuery& q) {
   std::string sql = Cat("SELECT ", kAlertColumns, " FROM alerts AS a WHERE 1");
   if (q.active_only) sql += " AND a.ended_at IS NULL";

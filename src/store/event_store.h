@@ -283,6 +283,13 @@ class EventStore {
   // engine without its saved state: it will not end the episodes it no longer knows about.
   absl::StatusOr<int> EndActiveAlerts(WallTime now);
 
+  // (rule, series key) of an alert.
+  using ActiveKey = std::pair<std::string, std::string>;
+  // Ends as abandoned at `now` every active episode whose (rule, series) is not in `keep`, and
+  // returns how many. For a start of the engine with its saved state: the alerts the restored
+  // engine dropped (a rule removed or changed) would otherwise stay active in the store.
+  absl::StatusOr<int> EndActiveAlertsExcept(std::span<const ActiveKey> keep, WallTime now);
+
   // Episodes matching `q`, newest (by started_at) first.
   absl::StatusOr<std::vector<AlertRow>> ListAlerts(const AlertQuery& q);
 

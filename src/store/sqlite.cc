@@ -250,6 +250,7 @@ absl::StatusOr<Transaction> Transaction::Begin(Database& db, Mode mode) {
   if (db.InAutocommit()) {
     absl::Status s = db.Exec(mode == Mode::kImmediate ? "BEGIN IMMEDIATE" : "BEGIN");
     if (!s.ok()) return s;
+    db.next_savepoint_ = 0;  // names need only be unique within one outer transaction
     return Transaction(&db, "");
   }
   std::string name = Cat("tg_sp_", db.next_savepoint_++);

@@ -14,6 +14,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "store/sqlite.h"
 
 namespace tailguard::notify {
 namespace {
@@ -341,6 +342,36 @@ TEST_F(DeliveryTest, HeldBackReceiversCannotFillTheBatch) {
   worker.RunOnce(t0 + 1s);
   EXPECT_EQ(Item("o").state, OutboxItem::State::kDelivered);
   EXPECT_EQ(Item("h1").state, OutboxItem::State::kPending);
+}
+
+TEST_F(DeliveryTest, AnOutcomeTheStoreRefusesIsKeptAndTheMessageIsNotSentAgain) {
+  const WallTime t0 = clock_.WallNow();
+  Enqueue("k", t0);
+  DeliveryWorker worker(config_, *store_, sender_, clock_, options_);
+  {
+    // Another process holds the write lock past the store's busy timeout (5 s).
+    absl::StatusOr<store::Database> other = store::Database::Open((dir_ / "t.db").string());
+    ASSERT_TRUE(other.ok()) << other.status();
+    ASSERT_TRUE(other->Exec("BEGIN IMMEDIATE").ok());
+    EXPECT_EQ(worker.RunOnce(t0), t0 + options_.poll_interval) << "no spinning";
+    EXPECT_EQ(sender_.requests.size(), 1u);
+    EXPECT_EQ(worker.stats().store_errors.load(), 1u);
+    ASSERT_TRUE(other->Exec("ROLLBACK").ok());
+  }
+  worker.RunOnce(t0 + 1s);
+  EXPECT_EQ(sender_.requests.size(), 1u) << "delivered once; only the record was retried";
+  EXPECT_EQ(Item("k").state, OutboxItem::State::kDelivered);
+}
+
+TEST_F(DeliveryTest, AMessageOlderThanGiveUpAfterIsFailedWithoutSending) {
+  options_.give_up_after = 24h;
+  const WallTime t0 = clock_.WallNow();
+  Enqueue("old", t0);
+  DeliveryWorker worker(config_, *store_, sender_, clock_, options_);
+  worker.RunOnce(t0 + 25h);  // e.g. tailguard was down for a day
+  EXPECT_TRUE(sender_.requests.empty());
+  EXPECT_EQ(Item("old").state, OutboxItem::State::kFailed);
+  EXPECT_EQ(Item("old").last_error, "gave up after 1d1h");
 }
 
 TEST_F(DeliveryTest, ARestartResumesPendingDeliveriesWithTheSameBytes) {

@@ -83,6 +83,7 @@ struct Pipeline {
     if (state->has_value()) {
       EXPECT_TRUE(engine->RestoreState(**state).ok());
       restored = true;
+      EXPECT_TRUE(journal->Reconcile(engine->ActiveAlerts(), FakeClock::DefaultStart()).ok());
     }
   }
 
@@ -254,6 +255,39 @@ TEST_F(JournalTest, ReplayingATickWhoseCommitWasLostKeepsOneCopyOfEachNotificati
   p.journal->EndTick(*p.engine);
   EXPECT_EQ(p.Outbox().size(), 1u);
   EXPECT_EQ(p.journal->stats().duplicates.load(), 1u);
+}
+
+TEST_F(JournalTest, AlertsOfARemovedRuleAreEndedAtRestartNotLeftActive) {
+  {
+    Pipeline p(Path(), Rules());
+    p.Tick(t0_, {{"rank", 0.2}});
+  }
+  AlertConfig renamed = Rules();
+  renamed.rules[0].name = "slow_v2";
+  Pipeline second(Path(), renamed);
+  EXPECT_TRUE(second.restored);
+  store::AlertQuery active;
+  active.active_only = true;
+  absl::StatusOr<std::vector<store::AlertRow>> rows = second.store->ListAlerts(active);
+  ASSERT_TRUE(rows.ok());
+  EXPECT_TRUE(rows->empty()) << "the episode of the removed rule is ended";
+  store::AlertQuery all;
+  rows = second.store->ListAlerts(all);
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].state, store::EpisodeState::kAbandoned);
+}
+
+TEST_F(JournalTest, AfterALongStopAGroupSendsOneRepeatNotABurst) {
+  {
+    Pipeline p(Path(), Rules());  // group_interval 10 s, repeat_interval 1 h
+    p.Tick(t0_, {{"rank", 0.2}});
+    ASSERT_EQ(p.Outbox().size(), 1u);
+  }
+  Pipeline second(Path(), Rules());  // three hours later, still breaching
+  second.Tick(t0_ + 3h, {{"rank", 0.2}});
+  const std::vector<OutboxItem> out = second.Outbox();
+  ASSERT_EQ(out.size(), 2u) << "one repeat, not one per missed hour";
+  EXPECT_GE(out[1].created, t0_ + 3h - 10s) << "stamped with the latest missed slot";
 }
 
 TEST_F(JournalTest, ABadTemplateIsRejectedAtCreate) {

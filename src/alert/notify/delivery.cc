@@ -13,7 +13,7 @@ namespace {
 
 constexpr Duration kDefaultTimeout = std::chrono::seconds(10);
 
-std::string Elapsed(Duration d) { return FormatDuration(static_cast<double>(d.count())); }
+std::string Elapsed(Duration d) { return HumanDuration(d); }
 
 }  // namespace
 
@@ -63,6 +63,32 @@ Duration DeliveryWorker::Backoff(int attempts) {
   return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(wait * u(rng_)));
 }
 
+absl::Status DeliveryWorker::Write(int64_t id, const Outcome& o) {
+  switch (o.kind) {
+    case Outcome::kDelivered:
+      return store_.MarkDelivered(id, o.at, o.http_status);
+    case Outcome::kRetry:
+      return store_.MarkRetry(id, o.retry_at, o.http_status, o.error);
+    case Outcome::kFailed:
+      return store_.MarkFailed(id, o.at, o.http_status, o.error);
+  }
+  return absl::InternalError("unknown outcome");
+}
+
+bool DeliveryWorker::Record(int64_t id, Outcome o) {
+  absl::Status written = Write(id, o);
+  // Another process settled it already (FailedPrecondition: not pending): nothing to keep.
+  if (written.ok() || absl::IsFailedPrecondition(written) || absl::IsNotFound(written)) return true;
+  stats_.store_errors.fetch_add(1, std::memory_order_relaxed);
+  if (options_.log != nullptr) {
+    std::fprintf(options_.log,
+                 "tailguard: delivery: recording an outcome: %s; kept in memory, retried\n",
+                 std::string(written.message()).c_str());
+  }
+  unrecorded_[id] = std::move(o);
+  return false;
+}
+
 WallTime DeliveryWorker::RunOnce(WallTime now) {
   WallTime next = WallTime::max();
   // Receivers held back this pass: down (one probe per backoff, so that a receiver that times
@@ -86,6 +112,17 @@ WallTime DeliveryWorker::RunOnce(WallTime now) {
     const WallTime token = Refill(bucket, now);
     if (token > now) hold(receiver, token);
   }
+  // Outcomes the store refused earlier (a full disk, a lock held too long) are written first;
+  // until then their messages are not sent again.
+  bool write_failed = false;
+  for (auto it = unrecorded_.begin(); it != unrecorded_.end();) {
+    if (Write(it->first, it->second).ok()) {
+      unrecorded_.erase(it++);
+    } else {
+      write_failed = true;
+      ++it;
+    }
+  }
 
   absl::StatusOr<std::vector<store::OutboxItem>> due = store_.Due(now, options_.batch, skip);
   if (!due.ok()) {
@@ -99,6 +136,19 @@ WallTime DeliveryWorker::RunOnce(WallTime now) {
   bool sent = false;
   for (const store::OutboxItem& item : *due) {
     if (std::find(skip.begin(), skip.end(), item.receiver) != skip.end()) continue;
+    if (unrecorded_.contains(item.id)) continue;
+    if (options_.give_up_after > Duration::zero() && now - item.created >= options_.give_up_after) {
+      // Too old to be worth a try (e.g. tailguard was down): given up without sending.
+      Outcome o;
+      o.kind = Outcome::kFailed;
+      o.at = now;
+      o.http_status = item.last_http_status;
+      o.error = Cat("gave up after ", Elapsed(now - item.created),
+                    item.last_error.empty() ? "" : Cat("; last error: ", item.last_error));
+      stats_.failed.fetch_add(1, std::memory_order_relaxed);
+      write_failed |= !Record(item.id, std::move(o));
+      continue;
+    }
     if (auto b = buckets_.find(item.receiver); b != buckets_.end()) {
       const WallTime token = Refill(b->second, now);
       if (token > now) {
@@ -122,52 +172,56 @@ WallTime DeliveryWorker::RunOnce(WallTime now) {
     stats_.attempts.fetch_add(1, std::memory_order_relaxed);
     const SendResult result = sender_.Send(request, timeout);
     const WallTime done = clock_.WallNow() > now ? clock_.WallNow() : now;
-    absl::Status written;
+    Outcome o;
+    o.at = done;
+    o.http_status = result.http_status;
     if (result.delivered) {
       held_.erase(item.receiver);
-      written = store_.MarkDelivered(item.id, done, result.http_status);
+      o.kind = Outcome::kDelivered;
       stats_.delivered.fetch_add(1, std::memory_order_relaxed);
     } else {
       const std::string why =
           result.error.empty() ? Cat("HTTP ", result.http_status) : result.error;
       const bool expired = options_.give_up_after > Duration::zero() &&
                            done - item.created >= options_.give_up_after;
-      if (result.retryable && !expired) {
+      if (result.retryable) {
         Duration wait = Backoff(item.attempts + 1);
         // The receiver's Retry-After wins when it asks for longer (up to max_backoff).
         if (result.retry_after.has_value()) {
           wait = std::max(wait, std::min(*result.retry_after, options_.max_backoff));
         }
-        const WallTime retry_at = done + wait;
-        written = store_.MarkRetry(item.id, retry_at, result.http_status, why);
-        stats_.retries.fetch_add(1, std::memory_order_relaxed);
-        held_[item.receiver] = retry_at;
-        hold(item.receiver, retry_at);
-        if (options_.log != nullptr) {
-          std::fprintf(options_.log,
-                       "tailguard: delivery to %s failed (attempt %d): %s; retry at %s\n",
-                       item.receiver.c_str(), item.attempts + 1, why.c_str(),
-                       FormatTimestamp(retry_at).c_str());
+        // The receiver is held back either way: its other messages wait for the next probe.
+        held_[item.receiver] = done + wait;
+        hold(item.receiver, done + wait);
+        if (!expired) {
+          o.kind = Outcome::kRetry;
+          o.retry_at = done + wait;
+          o.error = why;
+          stats_.retries.fetch_add(1, std::memory_order_relaxed);
+          if (options_.log != nullptr) {
+            std::fprintf(options_.log,
+                         "tailguard: delivery to %s failed (attempt %d): %s; retry at %s\n",
+                         item.receiver.c_str(), item.attempts + 1, why.c_str(),
+                         FormatTimestamp(o.retry_at).c_str());
+          }
         }
-      } else {
-        const std::string reason =
-            result.retryable ? Cat(why, " (gave up after ", Elapsed(done - item.created), ")")
-                             : Cat(why, " (permanent error: not retried)");
-        written = store_.MarkFailed(item.id, done, result.http_status, reason);
+      }
+      if (!result.retryable || expired) {
+        o.kind = Outcome::kFailed;
+        o.error = result.retryable ? Cat(why, " (gave up after ", Elapsed(done - item.created), ")")
+                                   : Cat(why, " (permanent error: not retried)");
         stats_.failed.fetch_add(1, std::memory_order_relaxed);
         if (options_.log != nullptr) {
           std::fprintf(options_.log, "tailguard: delivery to %s failed for good: %s\n",
-                       item.receiver.c_str(), reason.c_str());
+                       item.receiver.c_str(), o.error.c_str());
         }
       }
     }
-    if (!written.ok()) {
-      stats_.store_errors.fetch_add(1, std::memory_order_relaxed);
-      if (options_.log != nullptr) {
-        std::fprintf(options_.log, "tailguard: delivery: recording an outcome: %s\n",
-                     std::string(written.message()).c_str());
-      }
-    }
+    write_failed |= !Record(item.id, std::move(o));
+  }
+  if (write_failed) {
+    // Do not spin on a store that refuses writes: look again after poll_interval.
+    return std::min(next, now + options_.poll_interval);
   }
   if (sent && due->size() >= static_cast<size_t>(options_.batch)) return now;  // more waiting
   absl::StatusOr<std::optional<WallTime>> pending = store_.NextAttempt(skip);

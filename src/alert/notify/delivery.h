@@ -98,7 +98,19 @@ class DeliveryWorker {
     double per_second = 0;  // 0: unlimited
     WallTime last{};
   };
+  // An attempt's result, as written to the store.
+  struct Outcome {
+    enum Kind : uint8_t { kDelivered, kRetry, kFailed } kind = kDelivered;
+    WallTime at{};
+    WallTime retry_at{};  // kRetry
+    int http_status = 0;
+    std::string error;
+  };
   WallTime Refill(Bucket& b, WallTime now);
+  absl::Status Write(int64_t id, const Outcome& o);
+  // Writes `o`; when the store refuses, keeps it in unrecorded_ (the message is not sent again
+  // until it is written) and returns false.
+  bool Record(int64_t id, Outcome o);
   Duration Backoff(int attempts);
 
   const AlertConfig& config_;
@@ -109,6 +121,8 @@ class DeliveryWorker {
   absl::flat_hash_map<std::string, Bucket> buckets_;  // used by RunOnce only
   // Receivers that failed with a retryable error: no attempt before the time. RunOnce only.
   absl::flat_hash_map<std::string, WallTime> held_;
+  // Outcomes the store refused, by outbox id; written at the start of each pass. RunOnce only.
+  absl::flat_hash_map<int64_t, Outcome> unrecorded_;
   absl::flat_hash_map<std::string, Duration> timeouts_;  // constant after construction
   absl::flat_hash_set<std::string> wecom_;               // constant after construction
   std::mt19937_64 rng_;                                  // used by RunOnce only

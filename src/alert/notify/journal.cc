@@ -45,6 +45,20 @@ absl::Status AlertJournal::StartClean(WallTime now) {
   return ended.status();
 }
 
+absl::Status AlertJournal::Reconcile(const std::vector<ActiveAlert>& active, WallTime now) {
+  std::vector<store::EventStore::ActiveKey> keep;
+  keep.reserve(active.size());
+  for (const ActiveAlert& a : active) keep.emplace_back(a.rule, a.series);
+  absl::StatusOr<int> ended = store_.EndActiveAlertsExcept(keep, now);
+  if (ended.ok() && *ended > 0 && options_.log != nullptr) {
+    std::fprintf(options_.log,
+                 "tailguard: alert store: %d alert(s) the restored engine no longer has (their "
+                 "rule changed) marked abandoned\n",
+                 *ended);
+  }
+  return ended.status();
+}
+
 absl::StatusOr<std::optional<std::string>> AlertJournal::LoadState() {
   return store_.LoadEngineState();
 }
@@ -67,9 +81,16 @@ bool AlertJournal::Silenced(LabelSpan labels, WallTime t) const {
 
 void AlertJournal::Push(Record r) {
   pending_.push_back(std::move(r));
-  while (pending_.size() > options_.max_pending) {
-    pending_.pop_front();
-    stats_.dropped.fetch_add(1, std::memory_order_relaxed);
+  if (pending_.size() <= options_.max_pending) return;
+  // Over the bound (the store has been failing for a while): drop the oldest timeline record.
+  // Notifications are never dropped: the engine's saved state will count them as made, so a
+  // dropped one would never be made again.
+  for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+    if (!std::holds_alternative<Record::Enqueue>(it->what)) {
+      pending_.erase(it);
+      stats_.dropped.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
   }
 }
 
@@ -124,8 +145,9 @@ void AlertJournal::OnNotification(const Notification& n) {
   Push({Record::Enqueue{n, std::move(item)}});
 }
 
-void AlertJournal::EndTick(const AlertEngine& engine) {
-  const std::string state = engine.SaveState();
+void AlertJournal::EndTick(const AlertEngine& engine) { Commit(engine.SaveState()); }
+
+void AlertJournal::Commit(const std::string& state) {
   uint64_t events = 0, notifications = 0, duplicates = 0, muted = 0, actions = 0;
   bool wake = false;
   absl::Status written = store_.RunInTransaction([&]() -> absl::Status {

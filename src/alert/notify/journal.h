@@ -43,7 +43,8 @@ struct JournalOptions {
   Duration archive_after = std::chrono::hours(24 * 7);
   // Most records (events, notifications, mutes) held in memory while the store cannot be
   // written (e.g. a full disk); they are written at the next tick that succeeds. Beyond this the
-  // oldest are dropped and counted. Default 100 000.
+  // oldest timeline records (transitions, mutes, actions) are dropped and counted; notifications
+  // are never dropped. Default 100 000.
   size_t max_pending = 100000;
   // Where problems (a store write that failed, a template that could not be filled) are logged;
   // nullptr for none.
@@ -93,11 +94,19 @@ class AlertJournal final : public AlertSink, public AlertMuter {
   // read): ends the episodes the store still holds as active, as abandoned at `now`.
   absl::Status StartClean(WallTime now);
 
+  // For an engine restored from the saved state: ends, as abandoned at `now`, the episodes the
+  // store holds as active that the engine no longer has (`active`: its ActiveAlerts()), e.g.
+  // those of a rule removed from the configuration.
+  absl::Status Reconcile(const std::vector<ActiveAlert>& active, WallTime now);
+
   // Starts a tick at `now`: refreshes the silences.
   void BeginTick(WallTime now);
   // Writes the tick's records and `engine`'s state in one transaction; archives ended alerts.
   // On a store error the records stay buffered and the error is logged and counted.
   void EndTick(const AlertEngine& engine);
+  // The same with the state already taken (engine.SaveState()), so that the caller can write
+  // outside the lock that guards its engine.
+  void Commit(const std::string& engine_state);
 
   // AlertSink
   void OnEvent(const AlertEvent& event) override;

@@ -275,19 +275,6 @@ std::string ClockTime(WallTime t, WallTime now, const absl::TimeZone& tz) {
   return absl::FormatTime(same_day ? "%H:%M:%S %Z" : "%Y-%m-%d %H:%M:%S %Z", at, tz);
 }
 
-// "45s", "12m30s", "2h5m", "3d4h": the two largest units.
-std::string HumanDuration(Duration d) {
-  const int64_t s =
-      std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::seconds>(d).count());
-  const auto two = [](int64_t a, std::string_view ua, int64_t b, std::string_view ub) {
-    return b == 0 ? Cat(a, ua) : Cat(a, ua, b, ub);
-  };
-  if (s < 60) return Cat(s, "s");
-  if (s < 3600) return two(s / 60, "m", s % 60, "s");
-  if (s < 86400) return two(s / 3600, "h", s % 3600 / 60, "m");
-  return two(s / 86400, "d", s % 86400 / 3600, "h");
-}
-
 // ---------------------------------------------------------------------------------------------
 // Alerts.
 
@@ -1005,6 +992,18 @@ absl::StatusOr<HttpRequest> Render(const ReceiverTarget& target, const Notificat
   }
   r.headers.emplace_back("Idempotency-Key", HeaderSafe(n.idempotency_key));
   return r;
+}
+
+std::string HumanDuration(Duration d) {
+  const int64_t s =
+      std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::seconds>(d).count());
+  const auto two = [](int64_t a, std::string_view ua, int64_t b, std::string_view ub) {
+    return b == 0 ? Cat(a, ua) : Cat(a, ua, b, ub);
+  };
+  if (s < 60) return Cat(s, "s");
+  if (s < 3600) return two(s / 60, "m", s % 60, "s");
+  if (s < 86400) return two(s / 3600, "h", s % 3600 / 60, "m");
+  return two(s / 86400, "d", s % 86400 / 3600, "h");
 }
 
 }  // namespace tailguard::notify

@@ -107,6 +107,9 @@ std::string OneLine(std::string_view text, size_t max_bytes);
 // hex digits (prometheus/common model.LabelSet.Fingerprint).
 std::string Fingerprint(const Labels& labels);
 
+// "45s", "12m30s", "2h5m", "3d4h": the two largest units, for people.
+std::string HumanDuration(Duration d);
+
 }  // namespace tailguard::notify
 
 #endif  // TAILGUARD_ALERT_NOTIFY_RENDER_H_
