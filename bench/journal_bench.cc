@@ -22,7 +22,7 @@ AlertConfig Rules() {
   AlertConfig c;
   c.route.group_wait = 0s;
   c.route.group_interval = 1s;  // a resolved group is notified at the next tick
-  c.route.group_by = {"..."};  // one notification per alert
+  c.route.group_by = {"..."};   // one notification per alert
   c.default_receiver = "hook";
   ReceiverOptions hook;
   hook.name = "hook";

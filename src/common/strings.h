@@ -3,8 +3,11 @@
 #ifndef TAILGUARD_COMMON_STRINGS_H_
 #define TAILGUARD_COMMON_STRINGS_H_
 
+#include <algorithm>
+#include <cctype>
 #include <sstream>
 #include <string>
+#include <string_view>
 
 namespace tailguard {
 
@@ -14,6 +17,14 @@ std::string Cat(const Args&... args) {
   std::ostringstream out;
   (out << ... << args);
   return out.str();
+}
+
+// ASCII case-insensitive equality, e.g. of HTTP header names.
+inline bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
 }
 
 }  // namespace tailguard

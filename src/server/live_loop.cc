@@ -83,9 +83,10 @@ absl::StatusOr<std::unique_ptr<LiveLoop>> LiveLoop::Create(Registry& registry, A
                      loop->engine_->ActiveAlerts().size());
       }
     }
-    absl::Status clean =
-        restored ? options.journal->Reconcile(loop->engine_->ActiveAlerts(), registry.Now())
-                 : options.journal->StartClean(registry.Now());
+    // Episodes the store holds as active but the engine does not have (no state restored, or
+    // their rule changed) are ended.
+    absl::Status clean = options.journal->Reconcile(
+        restored ? loop->engine_->ActiveAlerts() : std::vector<ActiveAlert>{}, registry.Now());
     if (!clean.ok()) return clean;
   }
   return loop;

@@ -13,7 +13,7 @@
 #include <optional>
 
 #include "absl/status/status.h"
-#include "common/curl_errors.h"
+#include "common/curl_util.h"
 #include "common/strings.h"
 
 #ifndef TAILGUARD_VERSION
@@ -108,13 +108,6 @@ bool IsToken(std::string_view s) {
     return std::isalnum(c) ||
            std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
   });
-}
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
 }
 
 int64_t SteadyNowNs() {
@@ -301,21 +294,7 @@ class OtlpExporter::Sender {
     auto* sender = static_cast<Sender*>(self);
     std::string_view line(data, size * n);
     if (line.starts_with("HTTP/")) sender->retry_after_.reset();  // a new response begins
-    constexpr std::string_view kName = "retry-after:";
-    if (line.size() > kName.size() && EqualsIgnoreCase(line.substr(0, kName.size()), kName)) {
-      line.remove_prefix(kName.size());
-      while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
-      while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) {
-        line.remove_suffix(1);
-      }
-      // delay-seconds only; an HTTP-date falls back to the exponential backoff.
-      int64_t seconds = 0;
-      const auto [end, ec] = std::from_chars(line.data(), line.data() + line.size(), seconds);
-      if (ec == std::errc() && end == line.data() + line.size() && seconds >= 0) {
-        sender->retry_after_ = std::min<Duration>(
-            kMaxRetryWait, std::chrono::seconds(std::min<int64_t>(seconds, 1'000'000)));
-      }
-    }
+    if (std::optional<Duration> d = ParseRetryAfter(line, kMaxRetryWait)) sender->retry_after_ = d;
     return size * n;
   }
 

@@ -27,14 +27,6 @@ bool IsOws(char c) { return c == ' ' || c == '\t'; }
 
 char AsciiLower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (AsciiLower(a[i]) != AsciiLower(b[i])) return false;
-  }
-  return true;
-}
-
 void SkipOws(std::string_view s, size_t& i) {
   while (i < s.size() && IsOws(s[i])) ++i;
 }

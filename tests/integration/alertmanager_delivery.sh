@@ -9,36 +9,8 @@ set -eu
 body='{"inputs":[{"name":"x","shape":[1],"datatype":"FP32","data":[1]}]}'
 tailguard=${1:?usage: alertmanager_delivery.sh TAILGUARD TG_TEST_UPSTREAM}
 upstream=${2:?usage: alertmanager_delivery.sh TAILGUARD TG_TEST_UPSTREAM}
-for tool in prometheus-alertmanager curl jq; do
-  command -v "$tool" >/dev/null || { echo "FAIL: $tool not installed (scripts/install-deps)"; exit 1; }
-done
-dir=$(mktemp -d)
-pids=
-traffic=
-cleanup() {
-  [ -z "$traffic" ] || kill "$traffic" 2>/dev/null || true
-  for p in $pids; do kill "$p" 2>/dev/null || true; done
-  for p in $pids; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-fail() {
-  echo "FAIL: $*"
-  for f in "$dir"/*.log; do echo "--- $f"; tail -30 "$f"; done
-  exit 1
-}
-# Waits up to $3 seconds (default 30) until a command succeeds.
-wait_until() {
-  what=$1; shift
-  limit=$1; shift
-  i=0
-  until "$@" >/dev/null 2>&1; do
-    i=$((i + 1)); [ "$i" -le $((limit * 10)) ] || fail "timed out after ${limit}s waiting for $what"
-    sleep 0.1
-  done
-}
-listening() { grep -q 'listening on ' "$1"; }
+. "$(dirname "$0")/harness.sh"
+need prometheus-alertmanager curl jq
 
 # The model server and, separately, the webhook receiver Alertmanager delivers to.
 "$upstream" --listen 127.0.0.1:0 >"$dir/model.log" 2>&1 &

@@ -10,41 +10,26 @@ set -eu
 body='{"inputs":[{"name":"x","shape":[1],"datatype":"FP32","data":[1]}]}'
 tailguard=${1:?usage: outbox_kill_restart.sh TAILGUARD TG_TEST_UPSTREAM}
 upstream=${2:?usage: outbox_kill_restart.sh TAILGUARD TG_TEST_UPSTREAM}
-for tool in curl jq; do
-  command -v "$tool" >/dev/null || { echo "FAIL: $tool not installed (scripts/install-deps)"; exit 1; }
-done
+. "$(dirname "$0")/harness.sh"
+need curl jq
 models=12
-dir=$(mktemp -d)
-pids=
-traffic=
-cleanup() {
-  [ -z "$traffic" ] || kill "$traffic" 2>/dev/null || true
-  for p in $pids; do kill "$p" 2>/dev/null || true; done
-  for p in $pids; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-fail() {
-  echo "FAIL: $*"
-  for f in "$dir"/*.log; do echo "--- $f"; tail -30 "$f"; done
-  exit 1
-}
-wait_until() {
-  what=$1; shift
-  limit=$1; shift
-  i=0
-  until "$@" >/dev/null 2>&1; do
-    i=$((i + 1)); [ "$i" -le $((limit * 10)) ] || fail "timed out after ${limit}s waiting for $what"
-    sleep 0.1
-  done
-}
-listening() { grep -q 'listening on ' "$1"; }
 alerts() { "$tailguard" alerts --db "$dir/events.db" "$@"; }
 # Outbox rows as JSON.
 outbox() { alerts outbox --limit 100000 --json; }
 count_state() { outbox | jq --arg s "$1" '[.[] | select(.state == $s)] | length'; }
 at_least() { [ "$("$@")" -ge "$target" ]; }
+# Requests to $models models, each model's rate above 0.5/s, until killed: one alert per model.
+start_traffic() {
+  (while :; do
+     i=0
+     while [ "$i" -lt "$models" ]; do
+       curl -s -o /dev/null -X POST "http://$gw/v2/models/m$i/infer" -d "$body" || true
+       i=$((i + 1))
+     done
+     sleep 0.1
+   done) &
+  traffic=$!
+}
 
 "$upstream" --listen 127.0.0.1:0 >"$dir/model.log" 2>&1 &
 pids="$pids $!"
@@ -91,15 +76,7 @@ start_gateway 1
 echo "gateway at $gw; receiver port $hook_port (down)"
 
 # Traffic to $models models keeps each one's rate above 0.5/s: one alert per model.
-(while :; do
-   i=0
-   while [ "$i" -lt "$models" ]; do
-     curl -s -o /dev/null -X POST "http://$gw/v2/models/m$i/infer" -d "$body" || true
-     i=$((i + 1))
-   done
-   sleep 0.1
- done) &
-traffic=$!
+start_traffic
 
 # Every alert has fired and its notification waits in the outbox, tried at least once.
 target=$models
@@ -118,15 +95,7 @@ kill "$traffic"; wait "$traffic" 2>/dev/null || true
 start_gateway 2
 grep -q "alert state restored: $models active alert" "$dir/gateway2.log" ||
   fail "the restarted gateway did not restore the $models active alerts"
-(while :; do
-   i=0
-   while [ "$i" -lt "$models" ]; do
-     curl -s -o /dev/null -X POST "http://$gw/v2/models/m$i/infer" -d "$body" || true
-     i=$((i + 1))
-   done
-   sleep 0.1
- done) &
-traffic=$!
+start_traffic
 # A few ticks of the restarted engine with the alerts still breaching.
 ticks() { curl -sf "http://$gw/metrics" | sed -n 's/^tailguard_analysis_ticks_total //p'; }
 target=3

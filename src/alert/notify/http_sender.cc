@@ -11,7 +11,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
-#include "common/curl_errors.h"
+#include "common/curl_util.h"
 #include "common/strings.h"
 
 #ifndef TAILGUARD_VERSION
@@ -48,13 +48,6 @@ bool IsToken(std::string_view s) {
     return std::isalnum(c) ||
            std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
   });
-}
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
 }
 
 // Retryable HTTP statuses: timeouts, "too early", throttling and server-side failures.
@@ -230,21 +223,7 @@ class CurlSender final : public HttpSender {
     auto* sender = static_cast<CurlSender*>(self);
     std::string_view line(data, size * n);
     if (line.starts_with("HTTP/")) sender->retry_after_.reset();  // a new response begins
-    constexpr std::string_view kName = "retry-after:";
-    if (line.size() > kName.size() && EqualsIgnoreCase(line.substr(0, kName.size()), kName)) {
-      line.remove_prefix(kName.size());
-      while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
-      while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) {
-        line.remove_suffix(1);
-      }
-      // delay-seconds only; an HTTP-date is ignored (the caller's backoff applies).
-      int64_t seconds = 0;
-      const auto [end, ec] = std::from_chars(line.data(), line.data() + line.size(), seconds);
-      if (ec == std::errc() && end == line.data() + line.size() && seconds >= 0) {
-        sender->retry_after_ = std::min<Duration>(
-            kMaxRetryAfter, std::chrono::seconds(std::min<int64_t>(seconds, 1'000'000)));
-      }
-    }
+    if (std::optional<Duration> d = ParseRetryAfter(line, kMaxRetryAfter)) sender->retry_after_ = d;
     return size * n;
   }
 

@@ -34,17 +34,6 @@ AlertJournal::AlertJournal(const AlertConfig& config, store::EventStore& store,
   if (!absl::LoadTimeZone(options_.context.time_zone, &tz_)) tz_ = absl::UTCTimeZone();
 }
 
-absl::Status AlertJournal::StartClean(WallTime now) {
-  absl::StatusOr<int> ended = store_.EndActiveAlerts(now);
-  if (ended.ok() && *ended > 0 && options_.log != nullptr) {
-    std::fprintf(options_.log,
-                 "tailguard: alert store: %d alert(s) active in the store but not in the "
-                 "restored state marked abandoned\n",
-                 *ended);
-  }
-  return ended.status();
-}
-
 absl::Status AlertJournal::Reconcile(const std::vector<ActiveAlert>& active, WallTime now) {
   std::vector<store::EventStore::ActiveKey> keep;
   keep.reserve(active.size());
@@ -52,8 +41,8 @@ absl::Status AlertJournal::Reconcile(const std::vector<ActiveAlert>& active, Wal
   absl::StatusOr<int> ended = store_.EndActiveAlertsExcept(keep, now);
   if (ended.ok() && *ended > 0 && options_.log != nullptr) {
     std::fprintf(options_.log,
-                 "tailguard: alert store: %d alert(s) the restored engine no longer has (their "
-                 "rule changed) marked abandoned\n",
+                 "tailguard: alert store: %d alert(s) active in the store but not in the alert "
+                 "engine (its state was not restored, or their rule changed) marked abandoned\n",
                  *ended);
   }
   return ended.status();

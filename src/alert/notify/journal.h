@@ -90,13 +90,10 @@ class AlertJournal final : public AlertSink, public AlertMuter {
   // The engine state saved by the last committed tick; nullopt on a fresh store.
   absl::StatusOr<std::optional<std::string>> LoadState();
 
-  // For an engine that starts without a saved state (a fresh store, or one this version cannot
-  // read): ends the episodes the store still holds as active, as abandoned at `now`.
-  absl::Status StartClean(WallTime now);
-
-  // For an engine restored from the saved state: ends, as abandoned at `now`, the episodes the
-  // store holds as active that the engine no longer has (`active`: its ActiveAlerts()), e.g.
-  // those of a rule removed from the configuration.
+  // At start, once the engine's state is restored (or not): ends, as abandoned at `now`, the
+  // episodes the store holds as active that the engine does not have (`active`: its
+  // ActiveAlerts(), empty when no state was restored), e.g. those of a rule removed from the
+  // configuration.
   absl::Status Reconcile(const std::vector<ActiveAlert>& active, WallTime now);
 
   // Starts a tick at `now`: refreshes the silences.
