@@ -476,6 +476,10 @@ TEST(KServeInputSizeTest, ExplainsBadBodies) {
       {R"({"inputs":[1]})", "inputs[0] must be an object"},
       {R"({"inputs":[{"shape":[1]},{"name":"y"}]})", "inputs[1] has no shape"},
       {R"({"inputs":[{"shape":[1],"shape":[2]}]})", "inputs[0] has a duplicate shape"},
+      // Found by inference_body_fuzz: the stream rejects the first of two values, so the error
+      // names it rather than the duplicate that a document parser would keep.
+      {R"({"inputs":[{"shape":"mask","shape":[]}]})",
+       "inputs[0].shape must be an array of integers"},
       {R"({"inputs":[{"shape":"2x3"}]})", "inputs[0].shape must be an array of integers"},
       {R"({"inputs":[{"shape":null}]})", "inputs[0].shape must be an array of integers"},
       {R"({"inputs":[{"shape":[2,-3]}]})", "inputs[0].shape[1] is negative: -3"},
