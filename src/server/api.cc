@@ -11,6 +11,7 @@
 #include "common/duration.h"
 #include "common/strings.h"
 #include "metrics/exposition.h"
+#include "model/backend.h"
 #include "nlohmann/json.hpp"
 #include "server/otlp.h"
 #include "server/protocol.h"
@@ -132,6 +133,62 @@ class Page {
   std::string sample_;
 };
 
+// The built-in model backend: versions and their graph fingerprints, queues, and the profile
+// totals (the source of a per-layer heatmap).
+void AppendModelMetrics(Page& page, const std::vector<model::ModelStatus>& models) {
+  auto per_version = [&](auto value) {
+    for (const model::ModelStatus& m : models) {
+      for (const model::VersionStatus& v : m.versions) {
+        page.Sample({{"model", m.name}, {"version", v.version}}, static_cast<double>(value(v)));
+      }
+    }
+  };
+  page.Gauge("tailguard_model_info",
+             "Loaded model versions and their graph fingerprints; 1 for the default version.");
+  for (const model::ModelStatus& m : models) {
+    for (const model::VersionStatus& v : m.versions) {
+      page.Sample({{"fingerprint", v.fingerprint}, {"model", m.name}, {"version", v.version}},
+                  v.is_default ? 1 : 0);
+    }
+  }
+  page.Gauge("tailguard_model_queue_depth", "Requests waiting for a model worker.");
+  for (const model::ModelStatus& m : models) {
+    page.Sample({{"model", m.name}}, static_cast<double>(m.queued));
+  }
+  page.Counter("tailguard_model_rejected",
+               "Requests answered 503 because the model's queue was full.");
+  for (const model::ModelStatus& m : models) {
+    page.Sample({{"model", m.name}}, static_cast<double>(m.rejected));
+  }
+  page.Counter("tailguard_model_requests", "Requests a model version ran.");
+  per_version([](const model::VersionStatus& v) { return v.requests; });
+  page.Counter("tailguard_model_batches", "Forward passes (batches) a model version ran.");
+  per_version([](const model::VersionStatus& v) { return v.batches; });
+  page.Counter("tailguard_model_profiled_passes",
+               "Forward passes timed per submodule and operator.");
+  per_version([](const model::VersionStatus& v) { return v.profiled; });
+  page.Counter("tailguard_model_layer_seconds",
+               "Time in each submodule over the profiled forward passes.");
+  for (const model::ModelStatus& m : models) {
+    for (const model::VersionStatus& v : m.versions) {
+      for (const auto& [layer, ns] : v.layer_ns) {
+        page.Sample({{"layer", layer}, {"model", m.name}, {"version", v.version}},
+                    static_cast<double>(ns) / 1e9);
+      }
+    }
+  }
+  page.Counter("tailguard_model_operator_seconds",
+               "Time in each operator over the profiled forward passes.");
+  for (const model::ModelStatus& m : models) {
+    for (const model::VersionStatus& v : m.versions) {
+      for (const auto& [op, ns] : v.op_ns) {
+        page.Sample({{"model", m.name}, {"operator", op}, {"version", v.version}},
+                    static_cast<double>(ns) / 1e9);
+      }
+    }
+  }
+}
+
 Labels RouteLabelsOf(const RequestMetrics& m) {
   return {
       {"model", m.labels().model}, {"route", m.labels().route}, {"version", m.labels().version}};
@@ -154,6 +211,9 @@ ApiResponse Api::Handle(const ApiRequest& request) const {
   if (const size_t q = path.find('?'); q != std::string_view::npos) {
     query = path.substr(q + 1);
     path = path.substr(0, q);
+  }
+  if (path == "/api/v1/models" || path.starts_with("/api/v1/models/")) {
+    return Models(request.method, path, query, request.authorization);
   }
   if (request.method != "GET" && request.method != "HEAD") {
     return Error(
@@ -183,7 +243,55 @@ ApiResponse Api::Handle(const ApiRequest& request) const {
   return Error(404, "not_found",
                Cat("no API endpoint ", path,
                    "; see /api/v1/series, /api/v1/series/{id}/history, /api/v1/alerts, "
-                   "/api/v1/events, /api/v1/samples, /metrics, /healthz, /readyz"));
+                   "/api/v1/events, /api/v1/samples, /api/v1/models, /metrics, /healthz, "
+                   "/readyz"));
+}
+
+ApiResponse Api::Models(std::string_view method, std::string_view path, std::string_view query,
+                        std::string_view authorization) const {
+  if (s_.backend == nullptr) {
+    return Error(404, "no_models",
+                 "this gateway serves no models; add models: and a route with backend: local");
+  }
+  if (path == "/api/v1/models") {
+    if (method != "GET" && method != "HEAD") {
+      return Error(405, "method_not_allowed",
+                   Cat(method, " is not allowed on ", path, "; use GET"));
+    }
+    return {200, "application/json", s_.backend->StatusJson()};
+  }
+  // POST /api/v1/models/{name}/default?version=V
+  std::string_view rest = path.substr(std::string_view("/api/v1/models/").size());
+  const size_t slash = rest.find('/');
+  if (slash == std::string_view::npos || rest.substr(slash) != "/default") {
+    return Error(404, "not_found",
+                 Cat("no API endpoint ", path,
+                     "; see GET /api/v1/models and POST /api/v1/models/{name}/default?version=V"));
+  }
+  if (method != "POST") {
+    return Error(405, "method_not_allowed", Cat(method, " is not allowed on ", path, "; use POST"));
+  }
+  if (!s_.api_token.empty() && authorization != Cat("Bearer ", s_.api_token)) {
+    return Error(401, "unauthorized",
+                 "switching a model's version needs the API token: send Authorization: Bearer "
+                 "<api_token>");
+  }
+  const std::string_view name = rest.substr(0, slash);
+  std::string version;
+  for (std::string_view q = query; !q.empty();) {
+    const size_t amp = q.find('&');
+    const std::string_view pair = q.substr(0, amp);
+    if (pair.starts_with("version=")) {
+      version = PercentDecode(pair.substr(8), true).value_or("");
+    }
+    q = amp == std::string_view::npos ? std::string_view() : q.substr(amp + 1);
+  }
+  if (version.empty()) {
+    return Error(400, "bad_request", "say which version: ?version=V (one of GET /api/v1/models)");
+  }
+  const absl::Status s = s_.backend->SetDefaultVersion(name, version);
+  if (!s.ok()) return Error(404, "not_found", std::string(s.message()));
+  return Json({{"model", name}, {"default_version", version}});
 }
 
 ApiResponse Api::Ready() const {
@@ -555,6 +663,7 @@ std::string Api::Metrics(bool om) const {
   if (absl::StatusOr<ProcessStats> p = ReadProcessStats(); p.ok()) {
     AppendProcessMetrics(*p, out, om);
   }
+  if (s_.backend != nullptr) AppendModelMetrics(page, s_.backend->Status());
   if (om) out += "# EOF\n";
   return out;
 }

@@ -22,15 +22,19 @@ class DeliveryWorker;
 namespace tailguard::store {
 class EventStore;
 }  // namespace tailguard::store
+namespace tailguard::model {
+class ModelBackend;
+}  // namespace tailguard::model
 
 namespace tailguard::server {
 
 class OtlpExporter;
 
 struct ApiRequest {
-  std::string_view method;  // "GET", ...
-  std::string_view target;  // path and query, e.g. "/api/v1/events?limit=10"
-  std::string_view accept;  // the Accept header
+  std::string_view method;         // "GET", ...
+  std::string_view target;         // path and query, e.g. "/api/v1/events?limit=10"
+  std::string_view accept;         // the Accept header
+  std::string_view authorization;  // the Authorization header, for mutating calls
 };
 
 struct ApiResponse {
@@ -54,6 +58,12 @@ struct ApiSources {
   const notify::AlertJournal* journal = nullptr;
   const notify::DeliveryWorker* delivery = nullptr;
   store::EventStore* store = nullptr;
+  // The built-in model backend; null without models. POST /api/v1/models/{name}/default
+  // switches its default version.
+  model::ModelBackend* backend = nullptr;
+  // The bearer token mutating calls must present; "" lets them through unauthenticated (the
+  // gateway listens on loopback by default).
+  std::string api_token;
   // False while starting or draining: /readyz answers 503.
   std::function<bool()> ready;
 };
@@ -78,6 +88,8 @@ class Api {
   ApiResponse Events(std::string_view query) const;
   ApiResponse Samples(std::string_view query) const;
   ApiResponse Ready() const;
+  ApiResponse Models(std::string_view method, std::string_view path, std::string_view query,
+                     std::string_view authorization) const;
 
   ApiSources s_;
 };

@@ -24,9 +24,11 @@
 #include "alert/notify/journal.h"
 #include "common/format.h"
 #include "common/strings.h"
+#include "model/backend.h"
 #include "server/api.h"
 #include "server/otlp.h"
 #include "server/protocol.h"
+#include "store/feature_store.h"
 
 namespace tailguard::server {
 namespace {
@@ -132,6 +134,10 @@ struct Gateway::Impl {
   std::unique_ptr<LiveLoop> loop;
   std::unique_ptr<OtlpExporter> otlp;
   std::unique_ptr<Api> api;
+  // The built-in model backend and its feature store; null without models. Stopped in
+  // Shutdown() before the workers, whose event loops its answers are posted to.
+  std::unique_ptr<store::FeatureStore> owned_features;
+  std::unique_ptr<model::ModelBackend> backend;
 
   std::mutex labels_mu;  // RouteRuntime::label_sets and stage_names
 
@@ -193,6 +199,24 @@ struct Exchange {
   std::string server_timing;   // the upstream's Server-Timing header
 };
 
+// The trace a request joins (the caller's, or a new one), the gateway's server span in it, and
+// the span id of the gateway's call onward.
+struct Tracing {
+  std::optional<TraceContext> incoming;
+  TraceContext trace;
+  std::array<uint8_t, 8> client_span{};
+};
+
+Tracing StartTrace(const http::request<http::string_body>& req) {
+  Tracing t;
+  t.incoming = ParseTraceparent(View(req["traceparent"]));
+  t.trace.trace_id = t.incoming ? t.incoming->trace_id : NewTraceId();
+  t.trace.span_id = NewSpanId();
+  t.trace.flags = t.incoming ? t.incoming->flags : 0;
+  t.client_span = NewSpanId();
+  return t;
+}
+
 class Worker {
  public:
   Worker(Gateway::Impl& g, size_t index) : g_(g), ioc_(1), work_(ioc_.get_executor()) {
@@ -233,6 +257,9 @@ class Worker {
   awaitable<bool> Proxy(beast::tcp_stream& client, const std::string& peer,
                         http::request<http::string_body>& req, size_t route, MonoTime start,
                         bool keep_alive);
+  // A request on a `backend: local` route: answered by the built-in model backend.
+  awaitable<bool> Local(beast::tcp_stream& client, http::request<http::string_body>& req,
+                        size_t route, MonoTime start, bool keep_alive);
   awaitable<bool> WriteError(beast::tcp_stream& client, unsigned version, bool keep_alive,
                              http::status status, std::string_view code, std::string_view message);
   // A connection to upstream `u`: an idle one, or a new one. Null with `ec` set on failure.
@@ -391,7 +418,7 @@ awaitable<bool> Worker::Handle(beast::tcp_stream& client, const std::string& pee
 awaitable<bool> Worker::Admin(beast::tcp_stream& client, http::request<http::string_body>& req,
                               bool keep_alive) {
   const ApiRequest request{View(req.method_string()), View(req.target()),
-                           View(req[http::field::accept])};
+                           View(req[http::field::accept]), View(req[http::field::authorization])};
   // Rendered on the control thread: a slow page never holds up this worker's requests.
   const Api& api = *g_.api;
   ApiResponse r = co_await net::co_spawn(
@@ -472,6 +499,7 @@ awaitable<bool> Worker::Proxy(beast::tcp_stream& client, const std::string& peer
   const RouteConfig& rc = *route.config;
   const std::string_view target = View(req.target());
   const std::string_view path = target.substr(0, target.find('?'));
+  if (rc.local_backend) co_return co_await Local(client, req, route_index, start, keep_alive);
 
   // What kind of API this is, and the labels and input size it gives.
   RouteProtocol protocol = rc.protocol;
@@ -535,13 +563,10 @@ awaitable<bool> Worker::Proxy(beast::tcp_stream& client, const std::string& peer
   x.record.input_size = input_size;
   const uint64_t request_bytes = req.body().size();
 
-  // Trace context: continue the caller's trace, or start one.
-  const std::optional<TraceContext> incoming = ParseTraceparent(View(req["traceparent"]));
-  TraceContext trace;
-  trace.trace_id = incoming ? incoming->trace_id : NewTraceId();
-  trace.span_id = NewSpanId();  // the gateway's server span
-  trace.flags = incoming ? incoming->flags : 0;
-  const std::array<uint8_t, 8> client_span = NewSpanId();
+  const Tracing tracing = StartTrace(req);
+  const std::optional<TraceContext>& incoming = tracing.incoming;
+  const TraceContext& trace = tracing.trace;
+  const std::array<uint8_t, 8>& client_span = tracing.client_span;
   TraceContext forwarded = trace;
   forwarded.span_id = client_span;
   x.record.set_trace(trace.TraceIdHex());
@@ -788,6 +813,73 @@ awaitable<bool> Worker::Proxy(beast::tcp_stream& client, const std::string& peer
   co_return ok;
 }
 
+awaitable<bool> Worker::Local(beast::tcp_stream& client, http::request<http::string_body>& req,
+                              size_t route_index, MonoTime start, bool keep_alive) {
+  const RouteRuntime& route = g_.routes[route_index];
+  const RouteConfig& rc = *route.config;
+  const std::string_view target = View(req.target());
+  const std::string_view path = target.substr(0, target.find('?'));
+  const std::optional<KServeTarget> k = ParseKServePath(path);
+  if (!k || k->verb != "infer" || req.method() != http::verb::post) {
+    Add(g_.counters.not_found);
+    co_return co_await WriteError(
+        client, req.version(), keep_alive, http::status::not_found, "not_found",
+        Cat("the built-in model backend serves POST /v2/models/{model}[/versions/{version}]/infer; "
+            "got ",
+            View(req.method_string()), ' ', path, ". GET /api/v1/models lists the models"));
+  }
+  Exchange x;
+  x.start = start;
+  const Tracing tracing = StartTrace(req);
+  x.record.set_trace(tracing.trace.TraceIdHex());
+  x.upstream_start = g_.clock.MonotonicNow();
+  model::ModelBackend& backend = *g_.backend;
+  const std::string model_name = k->model;
+  const std::string version = k->version;
+  model::InferResult result =
+      co_await net::async_initiate<decltype(use_awaitable), void(model::InferResult)>(
+          [this, &backend, &model_name, &version, &req,
+           deadline = start + route.request_timeout](auto handler) {
+            auto h = std::make_shared<decltype(handler)>(std::move(handler));
+            // The answer comes on a backend thread (or at once on this one): it resumes this
+            // coroutine on its own worker.
+            backend.Submit(
+                model_name, version, req.body(), deadline, [this, h](model::InferResult r) {
+                  net::post(ioc_, [h, r = std::move(r)]() mutable { (*h)(std::move(r)); });
+                });
+          },
+          use_awaitable);
+  x.upstream_end = g_.clock.MonotonicNow();
+  x.status = result.status;
+  x.server_timing = result.server_timing;
+  x.record.input_size = result.input_size;
+  const Labeled lab = LabelsFor(route_index, rc.model.empty() ? model_name : rc.model,
+                                !rc.version.empty()       ? rc.version
+                                : !result.version.empty() ? result.version
+                                                          : std::string("default"));
+
+  http::response<http::string_body> res{static_cast<http::status>(result.status), req.version()};
+  res.set(http::field::server, "tailguard");
+  res.set(http::field::content_type, "application/json");
+  if (!result.server_timing.empty()) res.set("Server-Timing", result.server_timing);
+  if (result.retry_after_s > 0)
+    res.set(http::field::retry_after, std::to_string(result.retry_after_s));
+  res.keep_alive(keep_alive);
+  res.body() = std::move(result.body);
+  res.prepare_payload();
+  const uint64_t response_bytes = res.body().size();
+  beast::error_code ec;
+  client.expires_after(g_.config().timeouts.request);
+  co_await http::async_write(client, res, Token(ec));
+
+  Add(lab.counters->request_bytes, req.body().size());
+  Add(lab.counters->response_bytes, response_bytes);
+  Add(lab.counters->input_size_sum, x.record.input_size);
+  Finish(lab, route_index, x, req, tracing.trace, tracing.client_span, tracing.incoming.has_value(),
+         tracing.incoming ? tracing.incoming->span_id : std::array<uint8_t, 8>{});
+  co_return !ec;
+}
+
 void Worker::Finish(Labeled lab, size_t route, Exchange& x,
                     const http::request<http::string_body>& req, const TraceContext& trace,
                     const std::array<uint8_t, 8>& client_span, bool has_parent,
@@ -993,7 +1085,7 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Create(GatewayOptions options)
       }
       rt.upstreams.push_back(u);
     }
-    if (rt.upstreams.empty()) {
+    if (rt.upstreams.empty() && !rt.config->local_backend) {
       return absl::InvalidArgumentError(
           Cat("routes[", std::to_string(r), "] (", rt.config->name, "): no upstream"));
     }
@@ -1073,6 +1165,40 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Create(GatewayOptions options)
     g->otlp = std::move(*otlp);
   }
 
+  if (!cfg.models.empty()) {
+    store::FeatureStore* features = g->options.feature_store;
+    if (features == nullptr) {
+      if (cfg.feature_store.redis.empty()) {
+        g->owned_features = store::NewMemoryFeatureStore();
+      } else {
+        absl::StatusOr<HostPort> hp = ParseHostPort(cfg.feature_store.redis);
+        if (!hp.ok()) return hp.status();
+        store::RedisOptions redis;
+        redis.host = hp->host;
+        redis.port = hp->port;
+        redis.key_prefix = cfg.feature_store.key_prefix;
+        redis.timeout =
+            std::chrono::duration_cast<std::chrono::milliseconds>(cfg.feature_store.timeout);
+        absl::StatusOr<std::unique_ptr<store::FeatureStore>> r =
+            store::ConnectRedisFeatureStore(redis);
+        if (!r.ok()) {
+          return absl::UnavailableError(Cat("feature_store.redis: ", r.status().message()));
+        }
+        g->owned_features = *std::move(r);
+      }
+      features = g->owned_features.get();
+    }
+    model::BackendOptions backend;
+    backend.intra_op_threads = cfg.model_threads;
+    backend.features = features;
+    backend.clock = &g->clock;
+    backend.log = g->options.log;
+    absl::StatusOr<std::unique_ptr<model::ModelBackend>> b =
+        model::ModelBackend::Create(cfg.models, backend);
+    if (!b.ok()) return absl::InvalidArgumentError(Cat("models: ", b.status().message()));
+    g->backend = *std::move(b);
+  }
+
   ApiSources sources;
   sources.registry = &g->registry;
   sources.loop = g->loop.get();
@@ -1083,6 +1209,8 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Create(GatewayOptions options)
   sources.journal = g->journal.get();
   sources.delivery = g->delivery.get();
   sources.store = g->store.get();
+  sources.backend = g->backend.get();
+  sources.api_token = cfg.api_token;
   Impl* raw = g.get();
   sources.ready = [raw] { return raw->started.load() && !raw->draining.load(); };
   g->api = std::make_unique<Api>(std::move(sources));
@@ -1138,6 +1266,8 @@ void Gateway::Shutdown() {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     const int64_t left = g.counters.connections_active.load();
+    // Queued model requests are answered (503) while the workers can still send the answers.
+    if (g.backend != nullptr) g.backend->Stop();
     g.accept_ioc->stop();
     for (auto& w : g.workers) w->Stop();
     for (auto& t : g.threads) t.join();

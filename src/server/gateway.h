@@ -15,6 +15,10 @@
 #include "tailguard/clock.h"
 #include "tailguard/registry.h"
 
+namespace tailguard::store {
+class FeatureStore;
+}  // namespace tailguard::store
+
 namespace tailguard::server {
 
 struct GatewayOptions {
@@ -25,6 +29,9 @@ struct GatewayOptions {
   // Run the live loop on its own thread every config.tick (the default). Tests turn it off and
   // call loop().Tick() themselves.
   bool run_loop = true;
+  // The feature store models with `features:` read; borrowed, must outlive the gateway. nullptr
+  // (the default): the one config.feature_store describes.
+  store::FeatureStore* feature_store = nullptr;
 };
 
 // Threads: config.threads workers, each running its own event loop with its own upstream

@@ -314,8 +314,8 @@ class Parser : public YamlWalker {
   }
 
   RouteConfig ParseRoute(const YamlItem& at) {
-    YamlMap m = Map(at, {"name", "prefix", "protocol", "upstream", "upstreams", "model", "version",
-                         "request_timeout", "rewrite_prefix"});
+    YamlMap m = Map(at, {"name", "prefix", "protocol", "upstream", "upstreams", "backend", "model",
+                         "version", "request_timeout", "rewrite_prefix"});
     RouteConfig r;
     const YamlItem* prefix = m.Get("prefix");
     if (prefix == nullptr) {
@@ -328,7 +328,19 @@ class Parser : public YamlWalker {
     if (const YamlItem* f = m.Get("protocol")) r.protocol = Protocol(*f);
     const YamlItem* upstream = m.Get("upstream");
     const YamlItem* upstreams = m.Get("upstreams");
-    if (upstream != nullptr && upstreams != nullptr) {
+    if (const YamlItem* f = m.Get("backend")) {
+      if (Str(*f) != "local") {
+        Fail(*f, Cat("the only backend is \"local\" (the built-in model backend, models:); "
+                     "proxy to a server with upstream: \"host:port\" instead, got ",
+                     Quoted(Str(*f))));
+      }
+      if (upstream != nullptr || upstreams != nullptr) {
+        Fail(upstream != nullptr ? *upstream : *upstreams,
+             "a route with backend: local is served in-process; remove upstream(s)");
+      }
+      r.local_backend = true;
+      r.protocol = RouteProtocol::kKServe;
+    } else if (upstream != nullptr && upstreams != nullptr) {
       Fail(*upstreams, "give upstream (one host:port) or upstreams (a list), not both");
     }
     if (upstream != nullptr) {
@@ -348,9 +360,10 @@ class Parser : public YamlWalker {
         r.upstreams.push_back(std::move(hp));
       }
       if (r.upstreams.empty()) Fail(*upstreams, "needs at least one host:port");
-    } else {
+    } else if (!r.local_backend) {
       Fail(at.mark, m.PathOf("upstream"),
-           "required: give upstream: \"host:port\" or upstreams: [\"host:port\", ...]");
+           "required: give upstream: \"host:port\", upstreams: [\"host:port\", ...] or "
+           "backend: local");
     }
     if (const YamlItem* f = m.Get("model")) r.model = Label(*f);
     if (const YamlItem* f = m.Get("version")) r.version = Label(*f);
@@ -359,6 +372,86 @@ class Parser : public YamlWalker {
       if (!Str(*f).empty()) r.rewrite_prefix = PathPrefix(*f);
     }
     return r;
+  }
+
+  model::ModelConfig ParseModel(const YamlItem& at) {
+    YamlMap m =
+        Map(at, {"name", "versions", "default_version", "max_batch_size", "max_queue_delay",
+                 "queue_capacity", "workers", "profile_sample_rate", "profile_depth", "features"});
+    model::ModelConfig c;
+    const YamlItem* name = m.Get("name");
+    if (name == nullptr) {
+      Fail(at.mark, m.PathOf("name"), "required: the model's name in /v2/models/{name}/infer");
+    }
+    c.name = Label(*name);
+    if (c.name.find('/') != std::string::npos) Fail(*name, "must not contain '/'");
+    const YamlItem* versions = m.Get("versions");
+    if (versions == nullptr) {
+      Fail(at.mark, m.PathOf("versions"),
+           "required: a list like [{version: \"1\", path: models/risk_v1.pt}]");
+    }
+    for (const YamlItem& e : List(*versions, 64)) {
+      YamlMap v = Map(e, {"version", "path"});
+      const YamlItem* version = v.Get("version");
+      const YamlItem* path = v.Get("path");
+      if (version == nullptr || path == nullptr) {
+        Fail(e, "needs version (its label) and path (the TorchScript file)");
+      }
+      model::ModelVersionConfig mv{Label(*version), Name(*path)};
+      if (mv.version.find('/') != std::string::npos) Fail(*version, "must not contain '/'");
+      for (const model::ModelVersionConfig& other : c.versions) {
+        if (other.version == mv.version) Fail(*version, Cat(Quoted(mv.version), " appears twice"));
+      }
+      c.versions.push_back(std::move(mv));
+    }
+    if (c.versions.empty()) Fail(*versions, "needs at least one version");
+    if (const YamlItem* f = m.Get("default_version")) {
+      c.default_version = Label(*f);
+      bool known = false;
+      for (const auto& v : c.versions) known |= v.version == c.default_version;
+      if (!known) Fail(*f, Cat(Quoted(c.default_version), " is not one of the versions"));
+    }
+    if (const YamlItem* f = m.Get("max_batch_size")) c.max_batch_size = Int(*f, 1, 1024);
+    if (const YamlItem* f = m.Get("max_queue_delay")) {
+      c.max_queue_delay = Dur(*f);
+      if (c.max_queue_delay < Duration(0) || c.max_queue_delay > 1s) {
+        Fail(*f, Cat("must be from 0 to 1s, got ", Quoted(Str(*f))));
+      }
+    }
+    if (const YamlItem* f = m.Get("queue_capacity")) c.queue_capacity = Count(*f, 1 << 20);
+    if (const YamlItem* f = m.Get("workers")) c.workers = Int(*f, 1, 64);
+    if (const YamlItem* f = m.Get("profile_sample_rate")) {
+      double rate = -1;
+      if (!YAML::convert<double>::decode(f->node, rate) || !(rate >= 0 && rate <= 1)) {
+        Fail(*f, Cat("must be a fraction from 0 (off) to 1 (every pass), got ", Quoted(Str(*f))));
+      }
+      c.profile_sample_rate = rate;
+    }
+    if (const YamlItem* f = m.Get("profile_depth")) c.profile_depth = Int(*f, 1, 8);
+    if (const YamlItem* f = m.Get("features")) {
+      YamlMap fm = Map(*f, {"input", "prefix"});
+      const YamlItem* input = fm.Get("input");
+      if (input == nullptr) {
+        Fail(f->mark, fm.PathOf("input"), "required: the BYTES input that holds the keys");
+      }
+      c.features.input = Str(*input);
+      if (c.features.input.empty()) Fail(*input, "must not be empty");
+      if (const YamlItem* p = fm.Get("prefix")) c.features.prefix = Str(*p);
+    }
+    return c;
+  }
+
+  void ParseModels(const YamlItem& at, std::vector<model::ModelConfig>& models) {
+    for (const YamlItem& e : List(at, 256)) {
+      model::ModelConfig c = ParseModel(e);
+      for (const model::ModelConfig& other : models) {
+        if (other.name == c.name) {
+          Fail(MarkOf(Cat(e.path, ".name")), Cat(e.path, ".name"),
+               Cat("model ", Quoted(c.name), " is configured twice"));
+        }
+      }
+      models.push_back(std::move(c));
+    }
   }
 
   void ParseRoutes(const YamlItem& at, std::vector<RouteConfig>& routes) {
@@ -390,9 +483,10 @@ class Parser : public YamlWalker {
 
 GatewayConfig Parser::Parse(const YAML::Node& root) {
   GatewayConfig c;
-  YamlMap top = Map(Root(root), {"listen", "threads", "limits", "timeouts", "health", "tick",
-                                 "rules_file", "api_token", "api_token_file", "tracing", "store",
-                                 "delivery", "external_url", "routes"});
+  YamlMap top =
+      Map(Root(root), {"listen", "threads", "limits", "timeouts", "health", "tick", "rules_file",
+                       "api_token", "api_token_file", "tracing", "store", "delivery",
+                       "external_url", "routes", "models", "model_threads", "feature_store"});
   if (const YamlItem* f = top.Get("listen")) c.listen = Endpoint(*f, /*upstream=*/false);
   if (const YamlItem* f = top.Get("threads")) {
     c.threads = Int(*f, INT_MIN);
@@ -452,6 +546,29 @@ GatewayConfig Parser::Parse(const YAML::Node& root) {
          "\"127.0.0.1:8000\"}]");
   }
   ParseRoutes(*routes, c.routes);
+  if (const YamlItem* f = top.Get("models")) ParseModels(*f, c.models);
+  if (const YamlItem* f = top.Get("model_threads")) c.model_threads = Int(*f, 1, 256);
+  if (const YamlItem* f = top.Get("feature_store")) {
+    YamlMap m = Map(*f, {"redis", "key_prefix", "timeout"});
+    if (const YamlItem* r = m.Get("redis")) {
+      c.feature_store.redis = Str(*r);
+      if (!c.feature_store.redis.empty()) Endpoint(*r, /*upstream=*/true);
+    }
+    if (const YamlItem* p = m.Get("key_prefix")) c.feature_store.key_prefix = Str(*p);
+    if (const YamlItem* t = m.Get("timeout")) c.feature_store.timeout = Positive(*t);
+  }
+  const bool local = std::any_of(c.routes.begin(), c.routes.end(),
+                                 [](const RouteConfig& r) { return r.local_backend; });
+  if (local && c.models.empty()) {
+    Fail(MarkOf("routes"), "models",
+         "a route has backend: local but no models are configured; add models: [{name: ..., "
+         "versions: [{version: \"1\", path: model.pt}]}]");
+  }
+  if (!local && !c.models.empty()) {
+    Fail(MarkOf("models"), "models",
+         "models are configured but no route serves them; add a route with backend: local, like "
+         "{prefix: \"/v2/models/\", backend: local}");
+  }
   return c;
 }
 
@@ -635,6 +752,18 @@ absl::StatusOr<GatewayConfig> LoadGatewayConfig(const std::string& path) {
     }
   }
   if (!config->store.path.empty()) config->store.path = Resolve(path, config->store.path);
+  for (size_t i = 0; i < config->models.size(); ++i) {
+    model::ModelConfig& m = config->models[i];
+    for (size_t k = 0; k < m.versions.size(); ++k) {
+      m.versions[k].path = Resolve(path, m.versions[k].path);
+      std::error_code ec;
+      if (!std::ifstream(m.versions[k].path) ||
+          std::filesystem::is_directory(m.versions[k].path, ec)) {
+        return error(absl::StatusCode::kNotFound, Cat("models[", i, "].versions[", k, "].path"),
+                     Cat("cannot open \"", m.versions[k].path, '"', relative_hint));
+      }
+    }
+  }
   if (!config->api_token_file.empty()) {
     config->api_token_file = Resolve(path, config->api_token_file);
     absl::StatusOr<std::string> token = ReadFile(config->api_token_file, kMaxTokenBytes);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "model/model_config.h"
 #include "server/otlp.h"
 #include "tailguard/clock.h"
 
@@ -57,8 +58,12 @@ struct RouteConfig {
   std::string prefix;
   // Default: kAuto.
   RouteProtocol protocol = RouteProtocol::kAuto;
-  // Required, 1 to kMaxUpstreamsPerRoute distinct endpoints with a port of 1-65535.
+  // 1 to kMaxUpstreamsPerRoute distinct endpoints with a port of 1-65535; required unless
+  // `local_backend`.
   std::vector<HostPort> upstreams;
+  // `backend: local`: the route is served by the built-in model backend (GatewayConfig::models),
+  // not proxied. It speaks KServe v2: /v2/models/{name}[/versions/{v}]/infer. No upstreams.
+  bool local_backend = false;
   // The `model` label. Empty (the default) means: the model name from the KServe path
   // (/v2/models/{model}/...) when the request has one, else the route name.
   std::string model;
@@ -151,6 +156,23 @@ struct GatewayConfig {
 
   // At least one, at most kMaxRoutes.
   std::vector<RouteConfig> routes;
+
+  // The TorchScript models the built-in backend serves on `backend: local` routes
+  // (docs/model-backend.md). LoadGatewayConfig() resolves relative version paths against the
+  // configuration file's directory. Default: none.
+  std::vector<model::ModelConfig> models;
+  // Threads each model operator may use (LibTorch's intra-op setting, process-wide). 1 to 256;
+  // default 1.
+  int model_threads = 1;
+
+  // Where models with `features:` look their feature vectors up.
+  struct FeatureStore {
+    // "" (the default): an in-process store, filled by the demo or through the C++ API.
+    // "host:port": a Redis server, values stored as little-endian float32 (docs/feature-store.md).
+    std::string redis;
+    std::string key_prefix = "tg:features:";            // Redis only: prepended to every key
+    Duration timeout = std::chrono::milliseconds(100);  // Redis only: per command; positive
+  } feature_store;
 };
 
 // What the parser accepts at most.

@@ -262,6 +262,102 @@ TEST(GatewayConfigTest, ParsesTheSampleFile) {
               ElementsAre(Pair("Authorization", "Bearer collector-token")));
 }
 
+constexpr std::string_view kLocal = "routes:\n  - {prefix: /v2/models/, backend: local}\n";
+
+TEST(GatewayConfigTest, ModelsForTheBuiltInBackend) {
+  absl::StatusOr<GatewayConfig> c = ParseGatewayConfig(
+      Cat(kLocal,
+          "model_threads: 2\n"
+          "feature_store: {redis: \"127.0.0.1:6379\", key_prefix: \"f:\", timeout: 50ms}\n"
+          "models:\n"
+          "  - name: risk\n"
+          "    versions: [{version: \"1\", path: a.pt}, {version: \"2\", path: b.pt}]\n"
+          "    default_version: \"2\"\n"
+          "    max_batch_size: 8\n"
+          "    max_queue_delay: 2ms\n"
+          "    queue_capacity: 64\n"
+          "    workers: 3\n"
+          "    profile_sample_rate: 0.5\n"
+          "    profile_depth: 1\n"
+          "    features: {input: user_id, prefix: \"user:\"}\n"
+          "  - {name: text, versions: [{version: \"1\", path: t.pt}]}\n"),
+      "gateway.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->routes[0].local_backend);
+  EXPECT_TRUE(c->routes[0].upstreams.empty());
+  EXPECT_EQ(c->routes[0].protocol, RouteProtocol::kKServe);
+  EXPECT_EQ(c->model_threads, 2);
+  EXPECT_EQ(c->feature_store.redis, "127.0.0.1:6379");
+  EXPECT_EQ(c->feature_store.key_prefix, "f:");
+  EXPECT_EQ(c->feature_store.timeout, std::chrono::milliseconds(50));
+  ASSERT_EQ(c->models.size(), 2u);
+  const model::ModelConfig& risk = c->models[0];
+  EXPECT_EQ(risk.name, "risk");
+  ASSERT_EQ(risk.versions.size(), 2u);
+  EXPECT_EQ(risk.versions[1].path, "b.pt");
+  EXPECT_EQ(risk.default_version, "2");
+  EXPECT_EQ(risk.max_batch_size, 8);
+  EXPECT_EQ(risk.max_queue_delay, std::chrono::milliseconds(2));
+  EXPECT_EQ(risk.queue_capacity, 64u);
+  EXPECT_EQ(risk.workers, 3);
+  EXPECT_EQ(risk.profile_sample_rate, 0.5);
+  EXPECT_EQ(risk.profile_depth, 1);
+  EXPECT_EQ(risk.features.input, "user_id");
+  EXPECT_EQ(risk.features.prefix, "user:");
+  const model::ModelConfig& text = c->models[1];
+  EXPECT_EQ(text.max_batch_size, 1);
+  EXPECT_EQ(text.workers, 1);
+  EXPECT_EQ(text.profile_sample_rate, 0.01);
+  EXPECT_TRUE(text.features.input.empty());
+
+  const std::string one = "models:\n  - {name: m, versions: [{version: \"1\", path: a.pt}]";
+  EXPECT_EQ(ErrorOf(Cat("routes:\n  - {prefix: /, backend: triton}\n", one, "}\n")),
+            "gateway.yaml:2: routes[0].backend: the only backend is \"local\" (the built-in model "
+            "backend, models:); proxy to a server with upstream: \"host:port\" instead, got "
+            "\"triton\"");
+  EXPECT_EQ(
+      ErrorOf(Cat("routes:\n  - {prefix: /, backend: local, upstream: \"a:1\"}\n", one, "}\n")),
+      "gateway.yaml:2: routes[0].upstream: a route with backend: local is served "
+      "in-process; remove upstream(s)");
+  EXPECT_THAT(ErrorOf(kLocal), HasSubstr("models: a route has backend: local but no models"));
+  EXPECT_THAT(ErrorOf(Minimal(Cat(one, "}\n"))),
+              HasSubstr("models: models are configured but no route serves them"));
+  EXPECT_EQ(ErrorOf(Cat(kLocal, one, ", workers: 0}\n")),
+            "gateway.yaml:4: models[0].workers: must be at least 1");
+  EXPECT_THAT(ErrorOf(Cat(kLocal, one, ", profile_sample_rate: 2}\n")),
+              HasSubstr("models[0].profile_sample_rate: must be a fraction from 0 (off) to 1"));
+  EXPECT_THAT(ErrorOf(Cat(kLocal, one, ", default_version: \"3\"}\n")),
+              HasSubstr("models[0].default_version: \"3\" is not one of the versions"));
+  EXPECT_THAT(ErrorOf(Cat(kLocal, one, ", max_queue_delay: 2s}\n")),
+              HasSubstr("models[0].max_queue_delay: must be from 0 to 1s"));
+  EXPECT_THAT(ErrorOf(Cat(kLocal, one, "}\n", one.substr(8), "}\n")),
+              HasSubstr("models[1].name: model \"m\" is configured twice"));
+  EXPECT_THAT(ErrorOf(Cat(kLocal, "models:\n  - {name: m, versions: []}\n")),
+              HasSubstr("models[0].versions: needs at least one version"));
+  EXPECT_THAT(ErrorOf(Cat(kLocal, one, ", features: {prefix: x}}\n")),
+              HasSubstr("models[0].features.input: required"));
+  EXPECT_THAT(ErrorOf(Cat(kLocal, one, "}\nfeature_store: {redis: localhost}\n")),
+              HasSubstr("feature_store.redis:"));
+}
+
+TEST(GatewayConfigTest, ModelPathsResolveAgainstTheFileAndMustExist) {
+  WriteFile("models_cfg/m.pt", "x");
+  const std::string path =
+      WriteFile("models_cfg/gw.yaml",
+                Cat(kLocal, "models:\n  - {name: m, versions: [{version: \"1\", path: m.pt}]}\n"));
+  absl::StatusOr<GatewayConfig> c = LoadGatewayConfig(path);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->models[0].versions[0].path,
+            (std::filesystem::path(::testing::TempDir()) / "models_cfg/m.pt").string());
+  const std::string missing = WriteFile(
+      "models_cfg/bad.yaml",
+      Cat(kLocal, "models:\n  - {name: m, versions: [{version: \"1\", path: gone.pt}]}\n"));
+  c = LoadGatewayConfig(missing);
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("models[0].versions[0].path: cannot open"));
+  EXPECT_THAT(c.status().message(), HasSubstr("gone.pt"));
+}
+
 TEST(GatewayConfigTest, ErrorsNameFileLineAndField) {
   // Malformed YAML: yaml-cpp's message, at its line.
   EXPECT_THAT(ErrorOf("routes:\n  - prefix: /\n    upstream: [a\n"),
@@ -269,22 +365,25 @@ TEST(GatewayConfigTest, ErrorsNameFileLineAndField) {
   EXPECT_EQ(ErrorOf("- a\n- b\n"),
             "gateway.yaml:1: expected a map with fields listen, threads, limits, timeouts, "
             "health, tick, rules_file, api_token, api_token_file, tracing, store, delivery, "
-            "external_url, routes");
+            "external_url, routes, models, model_threads, feature_store");
   // Unknown fields, with a suggestion when one is close.
   EXPECT_EQ(ErrorOf(Minimal("listn: \"127.0.0.1:80\"\n")),
             "gateway.yaml:1: listn: unknown field; did you mean \"listen\"? (expected one of: "
             "listen, threads, limits, timeouts, health, tick, rules_file, api_token, "
-            "api_token_file, tracing, store, delivery, external_url, routes)");
-  EXPECT_EQ(ErrorOf("routes:\n  - prefix: /\n    upstream: \"a:1\"\n    timeout: 1s\n"),
-            "gateway.yaml:4: routes[0].timeout: unknown field (expected one of: name, prefix, "
-            "protocol, upstream, upstreams, model, version, request_timeout, rewrite_prefix)");
+            "api_token_file, tracing, store, delivery, external_url, routes, models, "
+            "model_threads, feature_store)");
+  EXPECT_EQ(
+      ErrorOf("routes:\n  - prefix: /\n    upstream: \"a:1\"\n    timeout: 1s\n"),
+      "gateway.yaml:4: routes[0].timeout: unknown field (expected one of: name, prefix, "
+      "protocol, upstream, upstreams, backend, model, version, request_timeout, rewrite_prefix)");
   EXPECT_EQ(ErrorOf(Minimal("timeouts:\n  conect: 1s\n")),
             "gateway.yaml:2: timeouts.conect: unknown field; did you mean \"connect\"? (expected "
             "one of: connect, request, idle, shutdown)");
   EXPECT_EQ(ErrorOf(Minimal("api-token: x\n")),
             "gateway.yaml:1: api-token: unknown field; did you mean \"api_token\"? (expected one "
             "of: listen, threads, limits, timeouts, health, tick, rules_file, api_token, "
-            "api_token_file, tracing, store, delivery, external_url, routes)");
+            "api_token_file, tracing, store, delivery, external_url, routes, models, "
+            "model_threads, feature_store)");
   EXPECT_EQ(ErrorOf(Minimal("tick: 1s\ntick: 2s\n")), "gateway.yaml:2: tick: appears twice");
 
   // listen and upstreams.
@@ -323,8 +422,8 @@ TEST(GatewayConfigTest, ErrorsNameFileLineAndField) {
   EXPECT_EQ(ErrorOf("routes:\n  - prefix: /\n    upstreams: []\n"),
             "gateway.yaml:3: routes[0].upstreams: needs at least one host:port");
   EXPECT_EQ(ErrorOf("routes:\n  - name: a\n    prefix: /\n"),
-            "gateway.yaml:2: routes[0].upstream: required: give upstream: \"host:port\" or "
-            "upstreams: [\"host:port\", ...]");
+            "gateway.yaml:2: routes[0].upstream: required: give upstream: \"host:port\", "
+            "upstreams: [\"host:port\", ...] or backend: local");
 
   // Routes.
   EXPECT_EQ(ErrorOf("listen: \"127.0.0.1:80\"\n"),
@@ -384,7 +483,7 @@ TEST(GatewayConfigTest, ErrorsNameFileLineAndField) {
             "gateway.yaml:4: routes[0].version: is 300 bytes long; at most 256 are allowed");
   EXPECT_EQ(ErrorOf("routes:\n  - /v1\n"),
             "gateway.yaml:2: routes[0]: expected a map with fields name, prefix, protocol, "
-            "upstream, upstreams, model, version, request_timeout, rewrite_prefix");
+            "upstream, upstreams, backend, model, version, request_timeout, rewrite_prefix");
   EXPECT_EQ(ErrorOf("routes:\n  prefix: /\n"), "gateway.yaml:1: routes: expected a list");
 
   // Numbers, sizes and durations.

@@ -24,6 +24,7 @@
 #include "nlohmann/json.hpp"
 #include "server/gateway_config.h"
 #include "server/protocol.h"
+#include "store/feature_store.h"
 
 extern char** environ;
 
@@ -186,6 +187,7 @@ class GatewayTest : public ::testing::Test {
     options.config = *config;
     options.log = nullptr;
     options.run_loop = false;
+    options.feature_store = features_;
     AlertRule rule;
     rule.name = "p99_vs_baseline";
     options.rules.rules.push_back(rule);
@@ -225,6 +227,7 @@ class GatewayTest : public ::testing::Test {
   }
 
   static Upstream* upstream_;
+  store::FeatureStore* features_ = nullptr;
   std::unique_ptr<Gateway> gateway_;
   int port_ = 0;
 };
@@ -512,6 +515,88 @@ TEST_F(GatewayTest, ExportsSampledAndFailedRequestsAsOtlpSpans) {
     }
   }
   EXPECT_EQ(stages, 2);
+}
+
+// The built-in model backend on a `backend: local` route: KServe v2 in and out, the model's
+// stages recorded as series, versions, the models API and its metrics.
+TEST_F(GatewayTest, ServesTorchScriptModelsOnLocalRoutes) {
+  const std::string dir = TAILGUARD_DEMO_MODELS_DIR;
+  std::unique_ptr<store::FeatureStore> features = store::NewMemoryFeatureStore();
+  ASSERT_TRUE(store::SeedFeatures(*features, 4, 48, 7).ok());
+  features_ = features.get();
+  Start("  - {name: models, prefix: /v2/models/, backend: local}\n",
+        "api_token: s3cret-token-123\nmodels:\n"
+        "  - {name: text, profile_sample_rate: 1, versions: [{version: \"1\", path: " +
+            dir +
+            "/text_classifier.pt}]}\n"
+            "  - name: risk\n    features: {input: user_id}\n    versions:\n"
+            "      - {version: \"1\", path: " +
+            dir + "/risk_mlp_v1.pt}\n      - {version: \"2\", path: " + dir + "/risk_mlp_v2.pt}\n");
+  const std::string text =
+      R"({"id":"t1","inputs":[{"name":"ids","shape":[1,6],"datatype":"INT64","data":[1,2,3,4,5,6]}]})";
+  Reply r = Post(port_, "/v2/models/text/infer", text);
+  ASSERT_EQ(r.status, 200) << r.body;
+  json doc = json::parse(r.body);
+  EXPECT_EQ(doc["model_name"], "text");
+  EXPECT_EQ(doc["model_version"], "1");
+  EXPECT_EQ(doc["id"], "t1");
+  EXPECT_EQ(doc["outputs"][0]["shape"], json::parse("[1,2]"));
+  EXPECT_THAT(r.headers, HasSubstr("Server-Timing: queue;dur="));
+  EXPECT_THAT(r.headers, HasSubstr("layer_encoder_0;dur="));
+
+  const std::string user = store::SeedKey(2);
+  const std::string risk =
+      R"({"inputs":[{"name":"user_id","shape":[1],"datatype":"BYTES","data":[")" + user +
+      R"("]},{"name":"realtime","shape":[1,16],"datatype":"FP32","data":[)" +
+      "0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}]}";
+  r = Post(port_, "/v2/models/risk/versions/2/infer", risk);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["model_version"], "2");
+
+  // The stages the backend measured are series, under the version that answered.
+  Tick();
+  Series* infer = Stage("text", "models", "inference", "1");
+  ASSERT_NE(infer, nullptr);
+  EXPECT_EQ(infer->Cumulative().count(), 1u);
+  EXPECT_NE(Stage("text", "models", "queue", "1"), nullptr);
+  EXPECT_NE(Stage("text", "models", "layer_encoder_0", "1"), nullptr);
+  EXPECT_NE(Stage("risk", "models", "feature_fetch", "2"), nullptr);
+  Series* total = Stage("text", "models", "total", "1");
+  ASSERT_NE(total, nullptr);
+  EXPECT_EQ(total->Cumulative().count(), 1u);
+
+  // Errors.
+  r = Fetch(port_, "/v2/models/text/infer");
+  EXPECT_EQ(r.status, 404);
+  EXPECT_THAT(r.body, HasSubstr("serves POST /v2/models/{model}"));
+  r = Post(port_, "/v2/models/vision/infer", text);
+  EXPECT_EQ(r.status, 404);
+  EXPECT_THAT(r.body, HasSubstr("the backend serves: text, risk"));
+  r = Post(port_, "/v2/models/text/infer", "{\"inputs\": 3}");
+  EXPECT_EQ(r.status, 400);
+
+  // The models API, and switching the default version (the token is needed).
+  r = Fetch(port_, "/api/v1/models");
+  ASSERT_EQ(r.status, 200);
+  doc = json::parse(r.body);
+  EXPECT_EQ(doc["models"][1]["name"], "risk");
+  EXPECT_EQ(doc["models"][1]["versions"][0]["fingerprint"].get<std::string>().size(), 16u);
+  r = Fetch(port_, "/api/v1/models/risk/default?version=2", {}, nullptr, "POST");
+  EXPECT_EQ(r.status, 401);
+  r = Fetch(port_, "/api/v1/models/risk/default?version=2",
+            {"Authorization: Bearer s3cret-token-123"}, nullptr, "POST");
+  EXPECT_EQ(r.status, 200) << r.body;
+  r = Post(port_, "/v2/models/risk/infer", risk);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["model_version"], "2");
+  r = Fetch(port_, "/api/v1/models/risk/default?version=9",
+            {"Authorization: Bearer s3cret-token-123"}, nullptr, "POST");
+  EXPECT_EQ(r.status, 404);
+
+  const std::string metrics = Fetch(port_, "/metrics").body;
+  EXPECT_THAT(metrics, HasSubstr("tailguard_model_info{fingerprint=\""));
+  EXPECT_THAT(metrics, HasSubstr("tailguard_model_requests_total{model=\"risk\",version=\"2\"} 2"));
+  EXPECT_THAT(metrics, HasSubstr("tailguard_model_layer_seconds_total{layer=\"encoder.0\""));
 }
 
 TEST_F(GatewayTest, ShutdownDrainsInFlightRequests) {
