@@ -68,19 +68,36 @@ struct Version {
   std::map<std::string, uint64_t> layer_ns, op_ns;  // guarded by profile_mu
 };
 
+// Values (tensor elements) that may wait in one model's queue; more get 503 like a full queue.
+// About 1 GiB of doubles: the queue holds requests by count, this holds them by size.
+constexpr uint64_t kMaxQueuedValues = uint64_t{1} << 27;
+
 struct Pending {
   std::shared_ptr<Version> version;
   InferRequest request;
-  uint64_t input_size = 0;
+  uint64_t input_size = 0;  // values over all inputs
   MonoTime enqueued{};
   MonoTime deadline{};
   ModelBackend::Done done;
 };
 
-// Whether two requests can share a forward pass: the same version, and inputs with the same
-// names, types and shapes except for dimension 0.
+// The rows of a request that can be batched: every input has the same dimension 0, at least 1.
+// 0 when the request cannot share a pass (a scalar input, zero rows, or inputs that disagree).
+int64_t BatchRows(const InferRequest& r) {
+  int64_t rows = 0;
+  for (const HostTensor& t : r.inputs) {
+    if (t.shape.empty() || t.shape[0] < 1) return 0;
+    if (rows != 0 && t.shape[0] != rows) return 0;
+    rows = t.shape[0];
+  }
+  return rows;
+}
+
+// Whether two requests can share a forward pass: the same version, both batchable, and inputs
+// with the same names, types and shapes except for dimension 0.
 bool Compatible(const Pending& a, const Pending& b) {
   if (a.version != b.version || a.request.inputs.size() != b.request.inputs.size()) return false;
+  if (BatchRows(a.request) == 0 || BatchRows(b.request) == 0) return false;
   for (size_t i = 0; i < a.request.inputs.size(); ++i) {
     const HostTensor& x = a.request.inputs[i];
     const HostTensor& y = b.request.inputs[i];
@@ -93,9 +110,8 @@ bool Compatible(const Pending& a, const Pending& b) {
   return true;
 }
 
-int64_t RowsOf(const Pending& p) {
-  return p.request.inputs.empty() ? 1 : std::max<int64_t>(p.request.inputs[0].Rows(), 1);
-}
+// The rows a request counts for in a batch: its batchable rows, or 1 when it runs alone.
+int64_t RowsOf(const Pending& p) { return std::max<int64_t>(BatchRows(p.request), 1); }
 
 void Append(HostTensor& into, const HostTensor& from) {
   into.shape[0] += from.shape[0];
@@ -128,12 +144,14 @@ struct ModelBackend::Impl {
     mutable std::mutex mu;
     std::condition_variable cv;
     std::deque<Pending> queue;                               // guarded by mu
+    uint64_t queued_values = 0;                              // guarded by mu
     std::map<std::string, std::shared_ptr<Version>> loaded;  // guarded by mu
     std::string default_version;                             // guarded by mu
     bool stopping = false;                                   // guarded by mu
     std::atomic<uint64_t> rejected{0}, expired{0}, passes{0};
     // Mean forward-pass time, nanoseconds (an EWMA), for Retry-After.
     std::atomic<int64_t> pass_ns{0};
+    std::atomic<bool> warned_unsplittable{false};
     std::vector<std::thread> workers;
   };
 
@@ -156,6 +174,10 @@ struct ModelBackend::Impl {
 
   void Work(Model& m);
   void RunBatch(Model& m, std::vector<Pending> batch);
+  // One forward pass over compatible requests (after their lookups); a failed or unsplittable
+  // pass of several requests runs each alone.
+  void RunPass(Model& m, std::vector<Pending> batch, const std::vector<Duration>& feature,
+               MonoTime start);
   // Replaces the feature-key input of `p` by the stored vectors. Returns an error result, or
   // nullopt when the lookup succeeded (or the model has none).
   std::optional<InferResult> LookUpFeatures(const Model& m, Pending& p);
@@ -228,6 +250,7 @@ void ModelBackend::Stop() {
       std::lock_guard<std::mutex> lock(m->mu);
       m->stopping = true;
       left.swap(m->queue);
+      m->queued_values = 0;
     }
     m->cv.notify_all();
     for (Pending& p : left) {
@@ -278,8 +301,10 @@ void ModelBackend::Submit(std::string_view model, std::string_view version, std:
                  Cat("model \"", model, "\" has no version \"", version, "\"; loaded: ", names)));
     return;
   }
-  if (m->queue.size() >= m->config.queue_capacity) {
+  const bool too_big = m->queued_values + p.input_size > kMaxQueuedValues;
+  if (m->queue.size() >= m->config.queue_capacity || (too_big && !m->queue.empty())) {
     const size_t queued = m->queue.size();
+    const std::string& label = it->second->version;
     lock.unlock();
     m->rejected.fetch_add(1, std::memory_order_relaxed);
     // The time the queue takes to drain at the mean pass time, rounded up, at least 1 s.
@@ -287,17 +312,22 @@ void ModelBackend::Submit(std::string_view model, std::string_view version, std:
     const double batches = std::ceil(static_cast<double>(queued) /
                                      static_cast<double>(std::max(m->config.max_batch_size, 1)));
     InferResult r = Error(503, "queue_full",
-                          Cat("model \"", model, "\" has ", queued,
-                              " requests queued (queue_capacity); retry after Retry-After"));
+                          Cat("model \"", model, "\" has ", queued, " requests queued (",
+                              too_big ? Cat("over ", kMaxQueuedValues, " tensor values")
+                                      : std::string("queue_capacity"),
+                              "); retry after Retry-After"));
+    r.version = label;
     r.retry_after_s =
         std::max(1, static_cast<int>(std::ceil(batches * pass_s / std::max(m->config.workers, 1))));
     p.done(std::move(r));
     return;
   }
   p.version = it->second;
+  m->queued_values += p.input_size;
   m->queue.push_back(std::move(p));
   lock.unlock();
-  m->cv.notify_one();
+  // All: a worker gathering a batch may not be able to take this request, an idle one can.
+  m->cv.notify_all();
 }
 
 void ModelBackend::Impl::Work(Model& m) {
@@ -310,6 +340,7 @@ void ModelBackend::Impl::Work(Model& m) {
       std::unique_lock<std::mutex> lock(m.mu);
       m.cv.wait(lock, [&m] { return m.stopping || !m.queue.empty(); });
       if (m.stopping) return;
+      m.queued_values -= m.queue.front().input_size;
       batch.push_back(std::move(m.queue.front()));
       m.queue.pop_front();
       size_t rows = static_cast<size_t>(RowsOf(batch.front()));
@@ -320,6 +351,7 @@ void ModelBackend::Impl::Work(Model& m) {
             const size_t r = static_cast<size_t>(RowsOf(*it));
             if (rows + r <= max_rows && Compatible(batch.front(), *it)) {
               rows += r;
+              m.queued_values -= it->input_size;
               batch.push_back(std::move(*it));
               it = m.queue.erase(it);
             } else {
@@ -348,6 +380,7 @@ void ModelBackend::Impl::Work(Model& m) {
                             Cat("the request waited ", Ms(now - p.enqueued), " ms in model \"",
                                 m.config.name, "\"'s queue, past its deadline (timeouts.request)"));
       r.input_size = p.input_size;
+      r.version = p.version->version;
       r.server_timing = TimingEntry("queue", now - p.enqueued);
       p.done(std::move(r));
     }
@@ -408,6 +441,7 @@ void ModelBackend::Impl::RunBatch(Model& m, std::vector<Pending> batch) {
     feature[i] = clock.MonotonicNow() - t0;
     if (failed) {
       failed->input_size = batch[i].input_size;
+      failed->version = batch[i].version->version;
       failed->server_timing = Cat(TimingEntry("queue", start - batch[i].enqueued), ", ",
                                   TimingEntry("feature", feature[i]));
       batch[i].done(*std::move(failed));
@@ -417,7 +451,27 @@ void ModelBackend::Impl::RunBatch(Model& m, std::vector<Pending> batch) {
       ++i;
     }
   }
-  if (batch.empty()) return;
+  // Lookups turn keys into vectors whose length comes from the store: requests that still agree
+  // share a pass, the others get passes of their own.
+  while (!batch.empty()) {
+    std::vector<Pending> pass;
+    std::vector<Duration> pass_feature;
+    std::vector<Pending> rest;
+    std::vector<Duration> rest_feature;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const bool joins = i == 0 || Compatible(pass.front(), batch[i]);
+      (joins ? pass : rest).push_back(std::move(batch[i]));
+      (joins ? pass_feature : rest_feature).push_back(feature[i]);
+    }
+    RunPass(m, std::move(pass), pass_feature, start);
+    batch = std::move(rest);
+    feature = std::move(rest_feature);
+  }
+}
+
+void ModelBackend::Impl::RunPass(Model& m, std::vector<Pending> batch,
+                                 const std::vector<Duration>& feature, MonoTime start) {
+  const Clock& clock = *options.clock;
   Version& version = *batch.front().version;
 
   // One pass over the concatenated rows.
@@ -435,12 +489,35 @@ void ModelBackend::Impl::RunBatch(Model& m, std::vector<Pending> batch) {
   const MonoTime infer_start = clock.MonotonicNow();
   absl::StatusOr<std::vector<HostTensor>> outputs =
       version.torch->Forward(inputs, profile ? &prof : nullptr, m.config.profile_depth);
-  const MonoTime infer_end = clock.MonotonicNow();
-  const Duration infer = infer_end - infer_start;
+  const Duration infer = clock.MonotonicNow() - infer_start;
+  inputs.clear();
   const int64_t old = m.pass_ns.load(std::memory_order_relaxed);
   m.pass_ns.store(old == 0 ? infer.count() : (old * 7 + infer.count()) / 8,
                   std::memory_order_relaxed);
   version.batches.fetch_add(1, std::memory_order_relaxed);
+
+  // A batch's outputs must have one row per input row to be split back.
+  int64_t total_rows = 0;
+  for (int64_t r : rows) total_rows += r;
+  bool splittable = true;
+  if (outputs.ok() && batch.size() > 1) {
+    for (const HostTensor& t : *outputs) splittable &= !t.shape.empty() && t.shape[0] == total_rows;
+  }
+  if (batch.size() > 1 && (!outputs.ok() || !splittable)) {
+    // One request's bad input must not fail the others, and outputs without a batch dimension
+    // cannot be split: each request runs alone.
+    if (!splittable && !m.warned_unsplittable.exchange(true)) {
+      Log(Cat("model ", m.config.name,
+              ": its outputs have no batch dimension, so batched requests "
+              "run one by one; set max_batch_size: 1"));
+    }
+    for (size_t i = 0; i < batch.size(); ++i) {
+      std::vector<Pending> alone;
+      alone.push_back(std::move(batch[i]));
+      RunPass(m, std::move(alone), {feature[i]}, start);
+    }
+    return;
+  }
   version.requests.fetch_add(batch.size(), std::memory_order_relaxed);
   std::string layers;
   if (profile && outputs.ok()) {
@@ -452,35 +529,20 @@ void ModelBackend::Impl::RunBatch(Model& m, std::vector<Pending> batch) {
     }
     for (const auto& [name, ns] : prof.op_ns) version.op_ns[name] += ns;
   }
-  // A batch's outputs must have one row per input row to be split back.
-  int64_t total_rows = 0;
-  for (int64_t r : rows) total_rows += r;
-  if (outputs.ok() && batch.size() > 1) {
-    for (const HostTensor& t : *outputs) {
-      if (t.shape.empty() || t.shape[0] != total_rows) {
-        outputs = absl::InvalidArgumentError(
-            Cat("output \"", t.name, "\" has ", t.shape.empty() ? 0 : t.shape[0],
-                " rows for a batch of ", total_rows,
-                " input rows, so it cannot be split per request; set max_batch_size: 1 for "
-                "model \"",
-                m.config.name, "\""));
-        break;
-      }
-    }
-  }
   int64_t row = 0;
   for (size_t i = 0; i < batch.size(); ++i) {
     Pending& p = batch[i];
     const MonoTime post_start = clock.MonotonicNow();
     InferResult r;
-    r.input_size = p.input_size;
     if (!outputs.ok()) {
       version.failures.fetch_add(1, std::memory_order_relaxed);
-      r = Error(outputs.status().code() == absl::StatusCode::kInvalidArgument ? 400 : 500,
-                "model_error",
+      const absl::StatusCode code = outputs.status().code();
+      r = Error(code == absl::StatusCode::kInvalidArgument     ? 400
+                : code == absl::StatusCode::kResourceExhausted ? 503
+                                                               : 500,
+                code == absl::StatusCode::kInvalidArgument ? "model_error" : "model_failure",
                 Cat("model \"", m.config.name, "\" version \"", version.version,
                     "\": ", outputs.status().message()));
-      r.input_size = p.input_size;
     } else if (batch.size() == 1) {
       r.body = EncodeInferResponse(m.config.name, version.version, p.request.id, *outputs);
     } else {
@@ -489,6 +551,7 @@ void ModelBackend::Impl::RunBatch(Model& m, std::vector<Pending> batch) {
       r.body = EncodeInferResponse(m.config.name, version.version, p.request.id, mine);
     }
     row += rows[i];
+    r.input_size = p.input_size;
     r.version = version.version;
     r.server_timing = Cat(TimingEntry("queue", start - p.enqueued), ", ",
                           TimingEntry("feature", feature[i]), ", ", TimingEntry("infer", infer),

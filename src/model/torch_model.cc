@@ -260,22 +260,33 @@ absl::StatusOr<std::unique_ptr<TorchModel>> TorchModel::Load(const std::string& 
 absl::StatusOr<std::vector<HostTensor>> TorchModel::Forward(const std::vector<HostTensor>& inputs,
                                                             ForwardProfile* profile,
                                                             int profile_depth) const {
-  std::vector<torch::jit::IValue> args;
-  args.reserve(inputs.size());
-  for (const HostTensor& t : inputs) {
-    if (t.type == DataType::kBytes) {
-      return absl::InvalidArgumentError(
-          Cat("input \"", t.name,
-              "\" is BYTES, which a TorchScript model cannot take; send numbers, or configure it "
-              "as the model's feature key (features.input)"));
-    }
-    args.emplace_back(ToTorch(t));
-  }
   Collector collector;
   collector.profile_depth = profile_depth;
   std::optional<at::CallbackHandle> handle;
   torch::jit::IValue result;
+  auto failed = [&](absl::Status status) {
+    if (handle) at::removeCallback(*handle);
+    t_collector = nullptr;
+    return status;
+  };
   try {
+    std::vector<torch::jit::IValue> args;
+    args.reserve(inputs.size());
+    for (const HostTensor& t : inputs) {
+      if (t.type == DataType::kBytes) {
+        return absl::InvalidArgumentError(
+            Cat("input \"", t.name,
+                "\" is BYTES, which a TorchScript model cannot take; send numbers, or configure "
+                "it as the model's feature key (features.input)"));
+      }
+      size_t numel = 1;
+      for (int64_t d : t.shape) numel *= static_cast<size_t>(d);
+      if (numel != t.size()) {
+        return absl::InternalError(
+            Cat("input \"", t.name, "\" holds ", t.size(), " values for ", numel, " elements"));
+      }
+      args.emplace_back(ToTorch(t));
+    }
     torch::NoGradGuard no_grad;
     if (profile != nullptr) {
       t_collector = &collector;
@@ -283,14 +294,14 @@ absl::StatusOr<std::vector<HostTensor>> TorchModel::Forward(const std::vector<Ho
           at::RecordFunctionCallback(&OnOpStart, &OnOpEnd).scopes({at::RecordScope::FUNCTION}));
     }
     result = impl_->module.forward(std::move(args));
+  } catch (const c10::OutOfMemoryError& e) {
+    return failed(absl::ResourceExhaustedError(Cat("out of memory: ", Brief(e))));
   } catch (const c10::Error& e) {
-    if (handle) at::removeCallback(*handle);
-    t_collector = nullptr;
-    return absl::InvalidArgumentError(Cat("the model rejected the inputs: ", Brief(e)));
+    return failed(absl::InvalidArgumentError(Cat("the model rejected the inputs: ", Brief(e))));
+  } catch (const std::bad_alloc&) {
+    return failed(absl::ResourceExhaustedError("out of memory building the input tensors"));
   } catch (const std::exception& e) {
-    if (handle) at::removeCallback(*handle);
-    t_collector = nullptr;
-    return absl::InvalidArgumentError(Cat("the model rejected the inputs: ", e.what()));
+    return failed(absl::InvalidArgumentError(Cat("the model rejected the inputs: ", e.what())));
   }
   if (handle) at::removeCallback(*handle);
   t_collector = nullptr;
@@ -300,25 +311,30 @@ absl::StatusOr<std::vector<HostTensor>> TorchModel::Forward(const std::vector<Ho
   }
 
   std::vector<HostTensor> outputs;
-  auto add = [&outputs](const torch::jit::IValue& v) -> bool {
-    if (!v.isTensor()) return false;
-    outputs.push_back(FromTorch(v.toTensor(), Cat("output", outputs.size())));
-    return true;
-  };
-  bool ok = true;
-  if (result.isTensor()) {
-    ok = add(result);
-  } else if (result.isTuple()) {
-    for (const auto& e : result.toTupleRef().elements()) ok = ok && add(e);
-  } else if (result.isList()) {
-    for (const auto& e : result.toListRef()) ok = ok && add(e);
-  } else {
-    ok = false;
-  }
-  if (!ok) {
-    return absl::InvalidArgumentError(
-        Cat("the model returned a ", result.tagKind(),
-            "; the backend serves models whose forward returns a tensor or a tuple of tensors"));
+  try {
+    auto add = [&outputs](const torch::jit::IValue& v) -> bool {
+      if (!v.isTensor()) return false;
+      outputs.push_back(FromTorch(v.toTensor(), Cat("output", outputs.size())));
+      return true;
+    };
+    bool ok = true;
+    if (result.isTensor()) {
+      ok = add(result);
+    } else if (result.isTuple()) {
+      for (const auto& e : result.toTupleRef().elements()) ok = ok && add(e);
+    } else if (result.isList()) {
+      for (const auto& e : result.toListRef()) ok = ok && add(e);
+    } else {
+      ok = false;
+    }
+    if (!ok) {
+      return absl::FailedPreconditionError(
+          Cat("the model returned a ", result.tagKind(),
+              "; the backend serves models whose forward returns a tensor or a tuple of tensors"));
+    }
+
+  } catch (const std::exception& e) {
+    return absl::InternalError(Cat("reading the model's outputs: ", e.what()));
   }
   return outputs;
 }

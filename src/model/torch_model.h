@@ -42,7 +42,8 @@ class TorchModel {
   // tuple or list of tensors; outputs are named output0, output1, ... With `profile` not null,
   // fills it with per-submodule (down to `profile_depth` levels) and per-operator times.
   // InvalidArgument with the model's own message when forward rejects the inputs (wrong shape,
-  // wrong type).
+  // wrong type); ResourceExhausted when memory runs out; FailedPrecondition when the model
+  // returns something other than tensors; Internal for inconsistent inputs. Never throws.
   absl::StatusOr<std::vector<HostTensor>> Forward(const std::vector<HostTensor>& inputs,
                                                   ForwardProfile* profile = nullptr,
                                                   int profile_depth = 2) const;

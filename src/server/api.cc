@@ -74,7 +74,10 @@ ApiResponse Error(int status, std::string_view code, std::string_view message) {
   return {status, "application/json", ErrorJson(code, message)};
 }
 
-ApiResponse Json(const json& j) { return {200, "application/json", j.dump()}; }
+// Invalid UTF-8 (from a percent-decoded query, say) becomes U+FFFD instead of an exception.
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+ApiResponse Json(const json& j) { return {200, "application/json", Dump(j)}; }
 
 // A positive integer query parameter with a default and a ceiling.
 absl::StatusOr<size_t> Limit(std::string_view query, size_t default_value, size_t max) {
@@ -197,7 +200,7 @@ Labels RouteLabelsOf(const RequestMetrics& m) {
 }  // namespace
 
 std::string ErrorJson(std::string_view code, std::string_view message) {
-  return json{{"error", {{"code", code}, {"message", message}}}}.dump();
+  return Dump(json{{"error", {{"code", code}, {"message", message}}}});
 }
 
 bool Api::Handles(std::string_view path) {
@@ -303,7 +306,7 @@ ApiResponse Api::Ready() const {
   }
   const bool ready = s_.ready ? s_.ready() : true;
   json body{{"status", ready ? "ready" : "not_ready"}, {"upstreams", upstreams}};
-  return {ready ? 200 : 503, "application/json", body.dump()};
+  return {ready ? 200 : 503, "application/json", Dump(body)};
 }
 
 ApiResponse Api::Series(std::string_view query) const {

@@ -423,7 +423,16 @@ awaitable<bool> Worker::Admin(beast::tcp_stream& client, http::request<http::str
   const Api& api = *g_.api;
   ApiResponse r = co_await net::co_spawn(
       g_.control.get_executor(),
-      [&api, &request]() -> awaitable<ApiResponse> { co_return api.Handle(request); },
+      [&api, &request]() -> awaitable<ApiResponse> {
+        // An exception must not escape into the session: it would skip the connection's
+        // bookkeeping and leave the client without an answer.
+        try {
+          co_return api.Handle(request);
+        } catch (const std::exception& e) {
+          co_return ApiResponse{500, "application/json",
+                                ErrorJson("internal", Cat("the API failed: ", e.what()))};
+        }
+      },
       use_awaitable);
   http::response<http::string_body> res{static_cast<http::status>(r.status), req.version()};
   res.set(http::field::server, "tailguard");
@@ -853,7 +862,12 @@ awaitable<bool> Worker::Local(beast::tcp_stream& client, http::request<http::str
   x.status = result.status;
   x.server_timing = result.server_timing;
   x.record.input_size = result.input_size;
-  const Labeled lab = LabelsFor(route_index, rc.model.empty() ? model_name : rc.model,
+  // A name the backend does not serve is recorded as "other": request paths must not be able
+  // to use up the route's label sets.
+  const std::string model_label = !rc.model.empty()            ? rc.model
+                                  : backend.Serves(model_name) ? model_name
+                                                               : std::string("other");
+  const Labeled lab = LabelsFor(route_index, model_label,
                                 !rc.version.empty()       ? rc.version
                                 : !result.version.empty() ? result.version
                                                           : std::string("default"));
@@ -1229,6 +1243,7 @@ HostPort Gateway::endpoint() const { return impl_->bound; }
 Registry& Gateway::registry() { return impl_->registry; }
 LiveLoop& Gateway::loop() { return *impl_->loop; }
 const GatewayCounters& Gateway::counters() const { return impl_->counters; }
+model::ModelBackend* Gateway::backend() { return impl_->backend.get(); }
 
 void Gateway::Start() {
   Impl& g = *impl_;

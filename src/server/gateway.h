@@ -18,6 +18,9 @@
 namespace tailguard::store {
 class FeatureStore;
 }  // namespace tailguard::store
+namespace tailguard::model {
+class ModelBackend;
+}  // namespace tailguard::model
 
 namespace tailguard::server {
 
@@ -62,6 +65,8 @@ class Gateway {
   Registry& registry();
   LiveLoop& loop();
   const GatewayCounters& counters() const;
+  // The built-in model backend; nullptr without models.
+  model::ModelBackend* backend();
 
   // Implementation detail, public only for gateway.cc's helpers.
   struct Impl;

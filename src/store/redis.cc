@@ -368,6 +368,9 @@ absl::StatusOr<std::unique_ptr<RedisServerProcess>> RedisServerProcess::Start(
       // Child: die with the thread that started us; stdin from /dev/null, stdout/stderr to log.
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (getppid() != parent) _exit(127);
+      // A process group of its own: the terminal's Ctrl-C is for the parent, which stops this
+      // server last, after the work that uses it.
+      setpgid(0, 0);
       const int null_fd = open("/dev/null", O_RDONLY);
       if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
       dup2(log_fd, STDOUT_FILENO);

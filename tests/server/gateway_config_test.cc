@@ -340,6 +340,19 @@ TEST(GatewayConfigTest, ModelsForTheBuiltInBackend) {
               HasSubstr("feature_store.redis:"));
 }
 
+TEST(GatewayConfigTest, ParsesTheModelsSample) {
+  std::ifstream in(std::string(TAILGUARD_EXAMPLES_DIR) + "/models.yaml");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(text.empty());
+  absl::StatusOr<GatewayConfig> c = ParseGatewayConfig(text, "models.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->routes[0].local_backend);
+  ASSERT_EQ(c->models.size(), 2u);
+  EXPECT_EQ(c->models[1].name, "risk");
+  EXPECT_EQ(c->models[1].versions.size(), 2u);
+  EXPECT_EQ(c->models[1].max_batch_size, 8);
+}
+
 TEST(GatewayConfigTest, ModelPathsResolveAgainstTheFileAndMustExist) {
   WriteFile("models_cfg/m.pt", "x");
   const std::string path =

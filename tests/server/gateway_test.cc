@@ -592,7 +592,18 @@ TEST_F(GatewayTest, ServesTorchScriptModelsOnLocalRoutes) {
   r = Fetch(port_, "/api/v1/models/risk/default?version=9",
             {"Authorization: Bearer s3cret-token-123"}, nullptr, "POST");
   EXPECT_EQ(r.status, 404);
+  // Not UTF-8 once decoded: still a JSON answer, and the connection's bookkeeping holds.
+  r = Fetch(port_, "/api/v1/models/risk/default?version=%FF",
+            {"Authorization: Bearer s3cret-token-123"}, nullptr, "POST");
+  EXPECT_EQ(r.status, 404);
+  EXPECT_FALSE(json::parse(r.body, nullptr, false).is_discarded()) << r.body;
+  // A model the backend does not serve is recorded as "other", not under its URL name.
+  Post(port_, "/v2/models/made-up-name/infer", text);
 
+  Tick();
+  EXPECT_EQ(Stage("made-up-name", "models", "total"), nullptr);
+  EXPECT_NE(Stage("other", "models", "total"), nullptr);
+  EXPECT_EQ(gateway_->counters().in_flight.load(), 0);
   const std::string metrics = Fetch(port_, "/metrics").body;
   EXPECT_THAT(metrics, HasSubstr("tailguard_model_info{fingerprint=\""));
   EXPECT_THAT(metrics, HasSubstr("tailguard_model_requests_total{model=\"risk\",version=\"2\"} 2"));
