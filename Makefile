@@ -19,9 +19,11 @@ build: deps
 	@cmake --preset release >/dev/null
 	@cmake --build --preset release -j $(JOBS)
 
-# The main job on the embedded default. Until the gateway and demo exist, the recorder self-test.
+# The main job on the embedded default: the demo models served in-process under a two-minute
+# scenario (docs/demo.md). DEMO_FLAGS passes flags, e.g. make run DEMO_FLAGS="--duration 45s".
+DEMO_FLAGS ?=
 run: build
-	$(TAILGUARD) selftest-record
+	$(TAILGUARD) demo $(DEMO_FLAGS)
 
 # Every test: the release suite, the same suite under ASan+UBSan and under TSan, and a short
 # libFuzzer run of every parser.

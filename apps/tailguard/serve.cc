@@ -1,5 +1,4 @@
 // `tailguard serve`: the gateway in front of a model server.
-#include <pthread.h>
 
 #include <csignal>
 #include <cstdio>
@@ -9,6 +8,7 @@
 #include "common/strings.h"
 #include "server/gateway.h"
 #include "server/gateway_config.h"
+#include "signals.h"
 #include "tailguard/alert.h"
 
 namespace tailguard::cli {
@@ -21,8 +21,8 @@ struct ServeFlags {
   std::string rules;   // overrides the file's rules_file:
 };
 
-// The rules evaluated when none are configured: the relative tiers (+10/+30/+50 % over the
-// baseline) on each route's total P99, and the anomaly score of the same series.
+}  // namespace
+
 AlertConfig DefaultServeRules() {
   AlertConfig c;
   const std::vector<LabelMatcher> total = {
@@ -44,6 +44,8 @@ AlertConfig DefaultServeRules() {
   c.rules.push_back(anomaly);
   return c;
 }
+
+namespace {
 
 int RunServe(const ServeFlags& flags) {
   absl::StatusOr<server::GatewayConfig> config = server::LoadGatewayConfig(flags.config);
@@ -73,14 +75,7 @@ int RunServe(const ServeFlags& flags) {
     rules = *std::move(loaded);
   }
 
-  // Signals are taken by this thread with sigwait(); every thread started later inherits the
-  // mask, so none of them is interrupted.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
+  InstallStopSignals();
 
   server::GatewayOptions options;
   options.config = *std::move(config);
@@ -92,8 +87,7 @@ int RunServe(const ServeFlags& flags) {
     return absl::IsUnavailable(gateway.status()) ? 1 : 2;
   }
   (*gateway)->Start();
-  int signal = 0;
-  sigwait(&signals, &signal);
+  const int signal = WaitForStopSignal();
   std::fprintf(stderr, "tailguard: %s: draining in-flight requests\n",
                signal == SIGINT ? "interrupted" : "terminated");
   (*gateway)->Shutdown();

@@ -27,4 +27,20 @@ std::string FormatDuration(double ns) {
   return buf;
 }
 
+std::string SizeText(uint64_t bytes) {
+  constexpr uint64_t kKiB = 1024, kMiB = kKiB * 1024, kGiB = kMiB * 1024;
+  char buf[48];
+  if (bytes >= kGiB && bytes % kGiB == 0) {
+    std::snprintf(buf, sizeof(buf), "%lluGiB", static_cast<unsigned long long>(bytes / kGiB));
+  } else if (bytes >= kMiB && bytes % kMiB == 0) {
+    std::snprintf(buf, sizeof(buf), "%lluMiB", static_cast<unsigned long long>(bytes / kMiB));
+  } else if (bytes >= kKiB && bytes % kKiB == 0) {
+    std::snprintf(buf, sizeof(buf), "%lluKiB", static_cast<unsigned long long>(bytes / kKiB));
+  } else {
+    std::snprintf(buf, sizeof(buf), "%llu %s", static_cast<unsigned long long>(bytes),
+                  bytes == 1 ? "byte" : "bytes");
+  }
+  return buf;
+}
+
 }  // namespace tailguard

@@ -11,6 +11,10 @@ namespace tailguard {
 // "4.56ms", "1.20s", "2.5min".
 std::string FormatDuration(double ns);
 
+// A byte count in the largest binary unit that divides it: 16777216 -> "16MiB", 4096 -> "4KiB";
+// sizes that are no whole number of KiB stay in bytes ("1 byte", "1500 bytes").
+std::string SizeText(uint64_t bytes);
+
 }  // namespace tailguard
 
 #endif  // TAILGUARD_COMMON_FORMAT_H_

@@ -14,6 +14,8 @@
 #include <map>
 #include <optional>
 
+#include "common/file.h"
+#include "common/format.h"
 #include "common/strings.h"
 #include "common/yaml_fields.h"
 
@@ -115,14 +117,6 @@ std::optional<uint64_t> ParseSizeText(std::string_view s) {
     }
   }
   return std::nullopt;
-}
-
-// 16777216 -> "16MiB"; sizes that are no whole number of KiB stay in bytes.
-std::string SizeText(uint64_t bytes) {
-  if (bytes >= GiB && bytes % GiB == 0) return Cat(bytes / GiB, "GiB");
-  if (bytes >= MiB && bytes % MiB == 0) return Cat(bytes / MiB, "MiB");
-  if (bytes >= KiB && bytes % KiB == 0) return Cat(bytes / KiB, "KiB");
-  return Cat(bytes, bytes == 1 ? " byte" : " bytes");
 }
 
 class Parser : public YamlWalker {
@@ -592,27 +586,6 @@ absl::StatusOr<GatewayConfig> Parse(std::string_view yaml, std::string_view file
   }
 }
 
-// The whole file at `path`: NotFound when it cannot be read, OutOfRange when it is larger
-// than `max_bytes`; the message says only what is wrong, not which file.
-absl::StatusOr<std::string> ReadFile(const std::string& path, size_t max_bytes) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return absl::NotFoundError("is a directory");
-  errno = 0;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(errno != 0 ? std::strerror(errno) : "cannot open");
-  std::string text;
-  char chunk[16 * 1024];
-  // Read in chunks, not by the reported size: pipes and /proc files report none.
-  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
-    text.append(chunk, static_cast<size_t>(in.gcount()));
-    if (text.size() > max_bytes) {
-      return absl::OutOfRangeError(Cat("is larger than ", SizeText(max_bytes)));
-    }
-  }
-  if (in.bad()) return absl::NotFoundError("read error");
-  return text;
-}
-
 std::string Resolve(const std::string& config_path, const std::string& path) {
   const std::filesystem::path p(path);
   if (p.is_absolute()) return path;
@@ -723,7 +696,7 @@ absl::StatusOr<GatewayConfig> ParseGatewayConfig(std::string_view yaml,
 }
 
 absl::StatusOr<GatewayConfig> LoadGatewayConfig(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadFile(path, kMaxConfigBytes);
+  absl::StatusOr<std::string> text = ReadFileUpTo(path, kMaxConfigBytes);
   if (absl::IsOutOfRange(text.status())) {
     return absl::InvalidArgumentError(Cat(path, ": the file ", text.status().message(),
                                           "; that is too much for a configuration"));
@@ -766,7 +739,7 @@ absl::StatusOr<GatewayConfig> LoadGatewayConfig(const std::string& path) {
   }
   if (!config->api_token_file.empty()) {
     config->api_token_file = Resolve(path, config->api_token_file);
-    absl::StatusOr<std::string> token = ReadFile(config->api_token_file, kMaxTokenBytes);
+    absl::StatusOr<std::string> token = ReadFileUpTo(config->api_token_file, kMaxTokenBytes);
     if (!token.ok()) {
       return error(absl::IsOutOfRange(token.status()) ? absl::StatusCode::kInvalidArgument
                                                       : absl::StatusCode::kNotFound,

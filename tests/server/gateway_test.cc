@@ -21,6 +21,7 @@
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "integration/test_upstream_process.h"
 #include "nlohmann/json.hpp"
 #include "server/gateway_config.h"
 #include "server/protocol.h"
@@ -35,53 +36,13 @@ using nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// A child process that prints "listening on HOST:PORT" on its first line.
-class Upstream {
+using tailguard::test_support::DeadPort;
+
+// tg_test_upstream as a child process.
+class Upstream : public tailguard::test_support::TestUpstream {
  public:
-  Upstream() {
-    int fds[2];
-    EXPECT_EQ(pipe(fds), 0);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
-    posix_spawn_file_actions_addclose(&actions, fds[0]);
-    const char* argv[] = {TG_TEST_UPSTREAM, "--listen", "127.0.0.1:0", nullptr};
-    EXPECT_EQ(
-        posix_spawn(&pid_, TG_TEST_UPSTREAM, &actions, nullptr, const_cast<char**>(argv), environ),
-        0);
-    posix_spawn_file_actions_destroy(&actions);
-    close(fds[1]);
-    FILE* out = fdopen(fds[0], "r");
-    char line[256] = {};
-    EXPECT_NE(fgets(line, sizeof(line), out), nullptr) << "tg_test_upstream did not start";
-    fclose(out);
-    const std::string text(line);
-    port_ = std::stoi(text.substr(text.rfind(':') + 1));
-  }
-  ~Upstream() {
-    kill(pid_, SIGTERM);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-  }
-  int port() const { return port_; }
-
- private:
-  pid_t pid_ = 0;
-  int port_ = 0;
+  Upstream() : TestUpstream() {}
 };
-
-// A loopback port with nothing listening.
-int DeadPort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
 
 struct Reply {
   long status = 0;
