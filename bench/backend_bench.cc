@@ -5,6 +5,9 @@
 // alternately in one process (BM_Direct, BM_Backend, repeated). Prints FIGURE backend_overhead_us
 // (the difference of the medians) and the two times.
 #include <benchmark/benchmark.h>
+// ivalue.h first: with Clang in C++20, torch/script.h alone reaches a std::vector<IValue> while
+// IValue is still incomplete.
+#include <ATen/core/ivalue.h>
 #include <torch/script.h>
 
 #include <future>

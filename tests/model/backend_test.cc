@@ -2,6 +2,9 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+// ivalue.h first: with Clang in C++20, torch/script.h alone reaches a std::vector<IValue> while
+// IValue is still incomplete.
+#include <ATen/core/ivalue.h>
 #include <torch/script.h>
 
 #include <condition_variable>
