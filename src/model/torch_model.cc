@@ -2,6 +2,7 @@
 
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
+#include <dlfcn.h>
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/csrc/jit/runtime/interpreter.h>
 #include <torch/script.h>
@@ -211,7 +212,17 @@ struct TorchModel::Impl {
 TorchModel::TorchModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 TorchModel::~TorchModel() = default;
 
-void TorchModel::SetIntraOpThreads(int n) { at::set_num_threads(std::max(n, 1)); }
+void TorchModel::SetIntraOpThreads(int n) {
+  n = std::max(n, 1);
+  at::set_num_threads(n);
+  // LibTorch calls BLAS through libblas.so.3; with OpenBLAS (pthreads) behind it, every matrix
+  // product would also use OpenBLAS's own pool of one thread per core, on top of our workers.
+  // Limit it the same way when it is OpenBLAS (found by name, so no link dependency).
+  using SetThreads = void (*)(int);
+  if (auto* set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
+    set(n);
+  }
+}
 
 absl::StatusOr<std::unique_ptr<TorchModel>> TorchModel::Load(const std::string& path) {
   auto impl = std::make_unique<Impl>();

@@ -57,7 +57,7 @@ class TorchModel {
   const std::string& path() const { return path_; }
 
   // Sets the number of threads each operator may use, for the whole process (LibTorch keeps one
-  // setting). n >= 1.
+  // setting), and OpenBLAS's thread count to match when OpenBLAS is the BLAS. n >= 1.
   static void SetIntraOpThreads(int n);
 
  private:
