@@ -75,6 +75,16 @@ bool HasDuplicateKey(std::string_view text) {
   return finder.found();
 }
 
+// A whole number >= 0 as the streaming inspectors read it: "-0" is a signed integer to
+// nlohmann's document but zero all the same.
+bool IsNonNegativeInteger(const json& v) {
+  return v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0);
+}
+
+uint64_t NonNegative(const json& v) {
+  return v.is_number_unsigned() ? v.get<uint64_t>() : static_cast<uint64_t>(v.get<int64_t>());
+}
+
 std::optional<uint64_t> ReferenceKServe(const json& body) {
   if (!body.is_object()) return std::nullopt;
   const auto inputs = body.find("inputs");
@@ -88,8 +98,8 @@ std::optional<uint64_t> ReferenceKServe(const json& body) {
     bool zero = false;
     bool overflow = false;
     for (const json& dim : *shape) {
-      if (!dim.is_number_unsigned()) return std::nullopt;
-      const uint64_t d = dim.get<uint64_t>();
+      if (!IsNonNegativeInteger(dim)) return std::nullopt;
+      const uint64_t d = NonNegative(dim);
       zero |= d == 0;
       overflow |= __builtin_mul_overflow(product, d, &product);
     }
@@ -130,11 +140,11 @@ std::optional<OpenAIRequest> ReferenceOpenAI(const json& body, bool chat) {
     for (const json& item : *prompt) {
       if (item.is_string()) {
         r.prompt_chars += CodePoints(item.get<std::string>());
-      } else if (item.is_number_unsigned()) {
+      } else if (IsNonNegativeInteger(item)) {
         r.prompt_chars += 1;
       } else if (item.is_array()) {
         for (const json& token : item) {
-          if (!token.is_number_unsigned()) return std::nullopt;
+          if (!IsNonNegativeInteger(token)) return std::nullopt;
           r.prompt_chars += 1;
         }
       } else {

@@ -438,6 +438,8 @@ TEST(KServeInputSizeTest, SumsShapeProducts) {
   EXPECT_EQ(Size(R"({"inputs":[{"shape":[]}]})"), 1u);  // a scalar
   EXPECT_EQ(Size(R"({"inputs":[]})"), 0u);
   EXPECT_EQ(Size(R"({"inputs":[{"shape":[3,0,5]}]})"), 0u);
+  // "-0" is zero (found by inference_body_fuzz: the fuzzer's reference had refused it).
+  EXPECT_EQ(Size(R"({"inputs":[{"shape":[2,-0]},{"shape":[3]}]})"), 3u);
   EXPECT_EQ(Size(R"( {"inputs" : [ {"shape" : [ 1 , 224 , 224 , 3 ] } ] } )"), 150528u);
   // (2^32 - 1)(2^32 + 1) = 2^64 - 1 just fits.
   EXPECT_EQ(Size(R"({"inputs":[{"shape":[4294967295,4294967297]}]})"), UINT64_MAX);
