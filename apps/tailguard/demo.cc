@@ -275,6 +275,9 @@ struct Detection {
   double start_s = 0;       // since the scenario started
   std::optional<double> detected_s;  // seconds from the incident's start to the first alert
   std::string rule, kind, series, message;
+  // The affected model's alert that was already active when the incident began, if any: it
+  // cannot fire again, so the incident shows as that alert staying on.
+  std::string already;
 };
 
 int RunDemo(const DemoFlags& flags) {
@@ -513,7 +516,14 @@ int RunDemo(const DemoFlags& flags) {
     while (phase + 1 < phases.size() && elapsed >= phase_start[phase + 1]) ++phase;
     for (Detection& d : detections) {
       if (d.phase == &phases[phase]) {
-        if (phase != current) d.before = StagesOf(g.loop(), d.phase->affects);
+        if (phase != current) {
+          d.before = StagesOf(g.loop(), d.phase->affects);
+          for (const ActiveAlert& a : g.loop().ActiveAlerts()) {
+            if (LabelOf(a.series, "model") == d.phase->affects && d.already.empty()) {
+              d.already = Cat(a.rule, " (", a.severity, ", ", AlertStateName(a.state), ")");
+            }
+          }
+        }
         const StageP99 now = StagesOf(g.loop(), d.phase->affects);
         const auto worst = d.during.find("total");
         if (now.contains("total") &&
@@ -605,6 +615,11 @@ int RunDemo(const DemoFlags& flags) {
       j["rule"] = d.rule;
       j["kind"] = d.kind;
       j["series"] = d.series;
+    } else if (!d.already.empty()) {
+      std::printf("  %s at %.0f s: %s\n    the %s model was already alerting when it began: %s\n",
+                  d.phase->name.c_str(), d.start_s, d.phase->incident.c_str(),
+                  d.phase->affects.c_str(), d.already.c_str());
+      j["already_alerting"] = d.already;
     } else {
       std::printf("  %s at %.0f s: %s\n    %s\n", d.phase->name.c_str(), d.start_s,
                   d.phase->incident.c_str(),
