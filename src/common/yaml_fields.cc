@@ -182,6 +182,19 @@ int YamlWalker::Int(const YamlItem& at, int min, int max) {
   return v;
 }
 
+std::string Quoted(std::string_view s) {
+  return s.size() > 80 ? Cat('"', s.substr(0, 77), "...\"") : Cat('"', s, '"');
+}
+
+Duration YamlWalker::PositiveDur(const YamlItem& at, std::string_view example) {
+  const std::string s = Str(at);
+  const Duration d = s.starts_with('-') ? Duration::zero() : Dur(at);
+  if (d <= Duration::zero()) {
+    Fail(at, Cat("must be positive, like \"", example, "\", got ", Quoted(s)));
+  }
+  return d;
+}
+
 Duration YamlWalker::Dur(const YamlItem& at) {
   const std::string s = Str(at);
   std::optional<Duration> d = ParseDurationText(s);

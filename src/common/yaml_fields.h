@@ -23,6 +23,9 @@ namespace tailguard {
 
 // A configuration error at a place in the file. YamlWalker throws it; the parser's entry point
 // catches it and returns YamlErrorStatus(). It never leaves a parser.
+// A value from a file inside a message: in double quotes, cut short when long.
+std::string Quoted(std::string_view s);
+
 struct YamlFailure {
   YAML::Mark mark;   // line 1 when the place is unknown
   std::string path;  // "rules[2].tiers[0].above"; empty for the document itself
@@ -99,6 +102,9 @@ class YamlWalker {
   static int Int(const YamlItem& at, int min, int max = INT_MAX);
   // A duration as ParseDurationText() reads it ("300ms", "1h30m").
   static Duration Dur(const YamlItem& at);
+  // A duration above zero; `example` is shown in the error ("must be positive, like \"1s\"").
+  // "-5s" says what is wanted rather than what a duration looks like.
+  static Duration PositiveDur(const YamlItem& at, std::string_view example = "1s");
 
   // Records where `path` is.
   void Note(const std::string& path, const YAML::Mark& mark) { marks_[path] = mark; }

@@ -24,10 +24,6 @@ bool IsTokenChar(char c) {
          kPunctuation.find(c) != std::string_view::npos;
 }
 
-std::string Quoted(std::string_view s) {
-  return s.size() > 80 ? Cat('"', s.substr(0, 77), "...\"") : Cat('"', s, '"');
-}
-
 std::string RateText(double r) { return Cat(r, "/s"); }
 
 // `over` on top of `base`.
@@ -92,12 +88,7 @@ class Parser : public YamlWalker {
     return r;
   }
 
-  static Duration Positive(const YamlItem& at) {
-    const std::string s = Str(at);
-    const Duration d = s.starts_with('-') ? Duration::zero() : Dur(at);
-    if (d <= Duration::zero()) Fail(at, Cat("must be positive, like \"30s\", got ", Quoted(s)));
-    return d;
-  }
+  static Duration Positive(const YamlItem& at) { return PositiveDur(at, "30s"); }
 
   RequestOverrides Request(const YamlItem& at) {
     const YamlMap m = Map(at, {"method", "path", "headers", "body", "body_file"});

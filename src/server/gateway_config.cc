@@ -33,11 +33,6 @@ constexpr uint64_t KiB = uint64_t{1} << 10;
 constexpr uint64_t MiB = uint64_t{1} << 20;
 constexpr uint64_t GiB = uint64_t{1} << 30;
 
-// A value from the file inside a message, cut short when long.
-std::string Quoted(std::string_view s) {
-  return s.size() > 80 ? Cat('"', s.substr(0, 77), "...\"") : Cat('"', s, '"');
-}
-
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsAlnum(char c) { return IsDigit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool IsHex(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
@@ -165,13 +160,7 @@ class Parser : public YamlWalker {
     return s;
   }
 
-  static Duration Positive(const YamlItem& at) {
-    const std::string s = Str(at);
-    // "-5s" is no duration at all; say what is wanted rather than what a duration looks like.
-    const Duration d = s.starts_with('-') ? Duration::zero() : Dur(at);
-    if (d <= Duration::zero()) Fail(at, Cat("must be positive, like \"1s\", got ", Quoted(s)));
-    return d;
-  }
+  static Duration Positive(const YamlItem& at) { return PositiveDur(at, "1s"); }
 
   // A byte size in [1, max].
   static size_t Size(const YamlItem& at, uint64_t max) {

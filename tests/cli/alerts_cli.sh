@@ -7,14 +7,7 @@ tailguard=$1
 dir=$2
 rm -rf "$dir"
 mkdir -p "$dir"
-fail() { echo "FAIL: $*"; exit 1; }
-# Runs the command; its output must match the pattern and its exit code must be $1.
-expect() {
-  code=$1; pattern=$2; shift 2
-  out=$("$@" 2>&1); got=$?
-  [ "$got" -eq "$code" ] || fail "$* exited $got (expected $code): $out"
-  printf '%s\n' "$out" | grep -q -- "$pattern" || fail "$* printed '$out', expected /$pattern/"
-}
+. "$(dirname "$0")/lib.sh"
 
 expect 2 "no event store at $dir/none.db" "$tailguard" alerts --db "$dir/none.db" list
 

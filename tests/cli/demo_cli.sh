@@ -8,13 +8,7 @@ tailguard=$1
 dir=$2
 rm -rf "$dir"
 mkdir -p "$dir"
-fail() { echo "FAIL: $*"; exit 1; }
-expect() {
-  code=$1; pattern=$2; shift 2
-  out=$("$@" 2>&1); got=$?
-  [ "$got" -eq "$code" ] || fail "$* exited $got (expected $code): $out"
-  printf '%s\n' "$out" | grep -q -- "$pattern" || fail "$* printed '$out', expected /$pattern/"
-}
+. "$(dirname "$0")/lib.sh"
 
 expect 2 "duration: expected at least 10s" "$tailguard" demo --duration 1s
 expect 2 "nope/risk_mlp_v1.pt is missing" "$tailguard" demo --models "$dir/nope"
