@@ -30,6 +30,8 @@ void AddDemo(CLI::App& app, Action& action);
 void AddAlerts(CLI::App& app, Action& action);
 // `loadgen`: the open-loop HTTP load generator (loadgen.cc).
 void AddLoadgen(CLI::App& app, Action& action);
+// `import`: past per-minute series from a CSV file into the store's history (import.cc).
+void AddImport(CLI::App& app, Action& action);
 
 }  // namespace tailguard::cli
 

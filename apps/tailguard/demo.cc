@@ -28,6 +28,7 @@
 #include "common/strings.h"
 #include "loadgen/loadgen.h"
 #include "model/backend.h"
+#include "server/dashboard.h"
 #include "server/gateway.h"
 #include "server/gateway_config.h"
 #include "signals.h"
@@ -396,6 +397,7 @@ int RunDemo(const DemoFlags& flags) {
     options.rules = DemoRules();
     options.feature_store = &features;
     options.log = nullptr;  // the demo prints its own timeline
+    options.dashboard = server::DashboardAssets();
     return server::Gateway::Create(std::move(options));
   };
   absl::StatusOr<std::unique_ptr<server::Gateway>> gateway = make_gateway(*config);
@@ -470,7 +472,7 @@ int RunDemo(const DemoFlags& flags) {
   for (const DemoPhase& p : phases) planned += p.duration;
   std::printf("tailguard demo: serving the demo models at http://%s (feature store: %s)\n",
               address.c_str(), features.Describe().c_str());
-  std::printf("  live API: http://%s/api/v1/series  /api/v1/alerts  /api/v1/models  /metrics\n",
+  std::printf("  dashboard: http://%s/   live API: /api/v1/series  /api/v1/alerts  /metrics\n",
               address.c_str());
   std::printf("  scenario (%s):", FormatDuration(static_cast<double>(planned.count())).c_str());
   for (const DemoPhase& p : phases) {

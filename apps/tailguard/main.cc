@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   tailguard::cli::AddBacktest(app, action);
   tailguard::cli::AddServe(app, action);
   tailguard::cli::AddAlerts(app, action);
+  tailguard::cli::AddImport(app, action);
   tailguard::cli::AddLoadgen(app, action);
   tailguard::cli::AddDemo(app, action);
 

@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "common/strings.h"
+#include "server/dashboard.h"
 #include "server/gateway.h"
 #include "server/gateway_config.h"
 #include "signals.h"
@@ -80,6 +81,7 @@ int RunServe(const ServeFlags& flags) {
   server::GatewayOptions options;
   options.config = *std::move(config);
   options.rules = std::move(rules);
+  options.dashboard = server::DashboardAssets();
   absl::StatusOr<std::unique_ptr<server::Gateway>> gateway =
       server::Gateway::Create(std::move(options));
   if (!gateway.ok()) {

@@ -1,6 +1,7 @@
 // /metrics, health and the JSON API.
 #include "server/api.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -11,12 +12,18 @@
 #include "common/duration.h"
 #include "common/strings.h"
 #include "metrics/exposition.h"
+#include "metrics/heatmap.h"
 #include "model/backend.h"
 #include "nlohmann/json.hpp"
 #include "server/otlp.h"
 #include "server/protocol.h"
 #include "store/event_store.h"
+#include "tailguard/alert.h"
 #include "tailguard/series_io.h"
+
+#ifndef TAILGUARD_VERSION
+#define TAILGUARD_VERSION "0.1.0"
+#endif
 
 namespace tailguard::server {
 namespace {
@@ -68,6 +75,70 @@ json PointJson(const HistoryPoint& p) {
           {"max", Num(p.max)},
           {"anomaly_score", Num(p.anomaly_score)},
           {"baseline_p99", Num(p.baseline_p99)}};
+}
+
+constexpr std::string_view kSilencesPath = "/api/v1/silences";
+
+// An alert episode of the store, as the alerts view shows it.
+json EpisodeJson(const store::AlertRow& a) {
+  json j{{"id", a.id},
+         {"rule", a.rule},
+         {"series", a.series},
+         {"series_id", LiveLoop::SeriesId(a.series)},
+         {"labels", LabelsJson(a.labels)},
+         {"statistic", StatisticName(a.stat)},
+         {"state", store::EpisodeStateName(a.state)},
+         {"tier", a.tier},
+         {"severity", a.severity},
+         {"value", Num(a.value)},
+         {"threshold", Num(a.threshold)},
+         {"baseline_p99", Num(a.baseline_p99)},
+         {"started_at", TimeText(a.started_at)},
+         {"fired_at", a.fired_at ? json(TimeText(*a.fired_at)) : json(nullptr)},
+         {"ended_at", a.ended_at ? json(TimeText(*a.ended_at)) : json(nullptr)},
+         {"updated_at", TimeText(a.updated_at)},
+         {"acked_by", a.acked_by.empty() ? json(nullptr) : json(a.acked_by)},
+         {"acked_at", a.acked_at ? json(TimeText(*a.acked_at)) : json(nullptr)},
+         {"ack_comment", a.ack_comment}};
+  return j;
+}
+
+json SilenceJson(const store::Silence& s, WallTime now) {
+  return {{"id", s.id},
+          {"matchers", s.matchers},
+          {"starts_at", TimeText(s.starts_at)},
+          {"ends_at", TimeText(s.ends_at)},
+          {"created_by", s.created_by},
+          {"comment", s.comment},
+          {"created_at", TimeText(s.created_at)},
+          {"active", s.starts_at <= now && now < s.ends_at}};
+}
+
+// A positive integer id from a path segment.
+std::optional<int64_t> ParseId(std::string_view text) {
+  int64_t v = 0;
+  const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (r.ec != std::errc() || r.ptr != text.data() + text.size() || v <= 0) return std::nullopt;
+  return v;
+}
+
+// A JSON object body; an error message naming what is wrong otherwise.
+absl::StatusOr<json> ParseBody(std::string_view body, std::string_view example) {
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return absl::InvalidArgumentError(Cat("the body must be a JSON object, e.g. ", example));
+  }
+  return j;
+}
+
+// A string member of a JSON body: "" when absent; an error when of another type.
+absl::StatusOr<std::string> StringField(const json& body, const char* name) {
+  auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return std::string();
+  if (!it->is_string()) {
+    return absl::InvalidArgumentError(Cat("\"", name, "\" must be a string"));
+  }
+  return it->get<std::string>();
 }
 
 ApiResponse Error(int status, std::string_view code, std::string_view message) {
@@ -218,10 +289,27 @@ ApiResponse Api::Handle(const ApiRequest& request) const {
   if (path == "/api/v1/models" || path.starts_with("/api/v1/models/")) {
     return Models(request.method, path, query, request.authorization);
   }
+  // The mutating endpoints: acknowledge an alert, add and expire silences.
+  if (path == "/api/v1/silences" || path.starts_with("/api/v1/silences/")) {
+    const std::string_view id =
+        path.size() > kSilencesPath.size() ? path.substr(kSilencesPath.size() + 1) : "";
+    return Silences(request.method, id, request);
+  }
+  if (path.starts_with("/api/v1/alerts/")) {
+    std::string_view rest = path.substr(std::string_view("/api/v1/alerts/").size());
+    if (rest.ends_with("/ack")) {
+      if (request.method != "POST") {
+        return Error(405, "method_not_allowed",
+                     Cat(request.method, " is not allowed on ", path, "; use POST"));
+      }
+      return Ack(rest.substr(0, rest.size() - 4), request);
+    }
+  }
   if (request.method != "GET" && request.method != "HEAD") {
-    return Error(
-        405, "method_not_allowed",
-        Cat(request.method, " is not allowed on ", path, "; the API is read-only: use GET"));
+    return Error(405, "method_not_allowed",
+                 Cat(request.method, " is not allowed on ", path,
+                     "; the API is read-only but for POST /api/v1/alerts/{id}/ack, POST and DELETE "
+                     "/api/v1/silences and POST /api/v1/models/{name}/default"));
   }
   if (path == "/healthz") return Json({{"status", "ok"}});
   if (path == "/readyz") return Ready();
@@ -232,6 +320,7 @@ ApiResponse Api::Handle(const ApiRequest& request) const {
                : "text/plain; version=0.0.4; charset=utf-8",
             Metrics(om)};
   }
+  if (path == "/api/v1/info") return Info();
   if (path == "/api/v1/series") return Series(query);
   if (path.starts_with("/api/v1/series/")) {
     std::string_view rest = path.substr(std::string_view("/api/v1/series/").size());
@@ -239,15 +328,19 @@ ApiResponse Api::Handle(const ApiRequest& request) const {
     if (slash != std::string_view::npos && rest.substr(slash) == "/history") {
       return History(rest.substr(0, slash), query);
     }
+    if (slash != std::string_view::npos && rest.substr(slash) == "/heatmap") {
+      return Heatmap(rest.substr(0, slash), query);
+    }
   }
-  if (path == "/api/v1/alerts") return Alerts();
+  if (path == "/api/v1/alerts") return Alerts(query);
   if (path == "/api/v1/events") return Events(query);
   if (path == "/api/v1/samples") return Samples(query);
   return Error(404, "not_found",
                Cat("no API endpoint ", path,
-                   "; see /api/v1/series, /api/v1/series/{id}/history, /api/v1/alerts, "
+                   "; see /api/v1/info, /api/v1/series, /api/v1/series/{id}/history, "
+                   "/api/v1/series/{id}/heatmap, /api/v1/alerts, /api/v1/silences, "
                    "/api/v1/events, /api/v1/samples, /api/v1/models, /metrics, /healthz, "
-                   "/readyz"));
+                   "/readyz (docs/gateway.md)"));
 }
 
 ApiResponse Api::Models(std::string_view method, std::string_view path, std::string_view query,
@@ -274,11 +367,7 @@ ApiResponse Api::Models(std::string_view method, std::string_view path, std::str
   if (method != "POST") {
     return Error(405, "method_not_allowed", Cat(method, " is not allowed on ", path, "; use POST"));
   }
-  if (!s_.api_token.empty() && authorization != Cat("Bearer ", s_.api_token)) {
-    return Error(401, "unauthorized",
-                 "switching a model's version needs the API token: send Authorization: Bearer "
-                 "<api_token>");
-  }
+  if (auto denied = Unauthorized(authorization, "switching a model's version")) return *denied;
   const std::string_view name = rest.substr(0, slash);
   std::string version;
   for (std::string_view q = query; !q.empty();) {
@@ -327,7 +416,25 @@ ApiResponse Api::Series(std::string_view query) const {
     selector = *std::move(compiled);
   }
   const bool cumulative = QueryParam(query, "cumulative") == "1";
-  for (const SeriesSnapshot& s : s_.loop->Snapshot()) {
+  std::vector<SeriesSnapshot> snapshot = s_.loop->Snapshot();
+  if (auto sort = QueryParam(query, "sort")) {
+    if (*sort != "worst" && *sort != "key") {
+      return Error(400, "bad_request",
+                   Cat("sort: expected \"worst\" or \"key\", got \"", *sort, "\""));
+    }
+    // Worst first: the alert state, then the anomaly score, then P99; ties by key.
+    auto rank = [](const SeriesSnapshot& s) {
+      auto v = [](double x) { return std::isnan(x) ? -1.0 : x; };
+      return std::make_tuple(static_cast<int>(s.alert_state), v(s.stats.anomaly_score),
+                             v(s.stats.p99));
+    };
+    std::sort(snapshot.begin(), snapshot.end(),
+              [&](const SeriesSnapshot& a, const SeriesSnapshot& b) {
+                if (*sort == "worst" && rank(a) != rank(b)) return rank(a) > rank(b);
+                return a.series->key() < b.series->key();
+              });
+  }
+  for (const SeriesSnapshot& s : snapshot) {
     if (selector && !selector->Matches(s.series->name(), s.series->labels())) continue;
     std::optional<Histogram> since_start;
     // A stage that never happened on a route (no streaming, no Server-Timing) is not shown.
@@ -351,50 +458,88 @@ ApiResponse Api::Series(std::string_view query) const {
           {"p50", h.empty() ? json(nullptr) : json(static_cast<double>(h.Quantile(0.5)) * 1e-9)},
           {"p99", h.empty() ? json(nullptr) : json(static_cast<double>(h.Quantile(0.99)) * 1e-9)}};
     }
+    j["live"] = true;
     out.push_back(std::move(j));
+  }
+  // Series the history store knows that are not live now (imported, or not seen since a
+  // restart): their history can be shown; they have no current statistics.
+  if (QueryParam(query, "stored") != "0") {
+    for (const StoredSeries& s : s_.loop->StoredSeries()) {
+      if (selector && !selector->Matches(s.metric, s.labels)) continue;
+      out.push_back({{"id", s.id},
+                     {"key", s.key},
+                     {"metric", s.metric},
+                     {"labels", LabelsJson(s.labels)},
+                     {"live", false},
+                     {"count", 0},
+                     {"alert_state", AlertStateName(AlertState::kNormal)},
+                     {"first", TimeText(s.first)},
+                     {"last", TimeText(s.last)}});
+    }
   }
   return Json({{"window_seconds", std::chrono::duration<double>(s_.loop->options().window).count()},
                {"series", out}});
 }
 
-ApiResponse Api::History(std::string_view id, std::string_view query) const {
-  const WallTime now = s_.registry->Now();
-  WallTime from = now - std::chrono::hours(1), to = now;
-  Duration step = std::chrono::seconds(10);
+namespace {
+
+// from=, to= and step= of the history and heatmap endpoints: the last hour in 10 s steps unless
+// the query says otherwise.
+struct TimeRange {
+  WallTime from, to;
+  Duration step;
+};
+absl::StatusOr<TimeRange> ParseRange(std::string_view query, WallTime now) {
+  TimeRange r{now - std::chrono::hours(1), now, std::chrono::seconds(10)};
   if (auto v = QueryParam(query, "from")) {
     absl::StatusOr<WallTime> t = ParseTime(*v, now);
-    if (!t.ok()) return Error(400, "bad_request", Cat("from: ", std::string(t.status().message())));
-    from = *t;
+    if (!t.ok()) return absl::InvalidArgumentError(Cat("from: ", t.status().message()));
+    r.from = *t;
   }
   if (auto v = QueryParam(query, "to")) {
     absl::StatusOr<WallTime> t = ParseTime(*v, now);
-    if (!t.ok()) return Error(400, "bad_request", Cat("to: ", std::string(t.status().message())));
-    to = *t;
+    if (!t.ok()) return absl::InvalidArgumentError(Cat("to: ", t.status().message()));
+    r.to = *t;
   }
   if (auto v = QueryParam(query, "step")) {
     std::optional<Duration> d = ParseDurationText(*v);
     if (!d) {
       double seconds = 0;
-      const auto r = std::from_chars(v->data(), v->data() + v->size(), seconds);
-      if (r.ec == std::errc() && r.ptr == v->data() + v->size() && seconds > 0 && seconds < 1e9) {
+      const auto p = std::from_chars(v->data(), v->data() + v->size(), seconds);
+      if (p.ec == std::errc() && p.ptr == v->data() + v->size() && seconds > 0 && seconds < 1e9) {
         d = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(seconds));
       }
     }
     if (!d || *d <= Duration::zero()) {
-      return Error(400, "bad_request",
-                   Cat("step: expected a duration like \"10s\" or seconds, got \"", *v, "\""));
+      return absl::InvalidArgumentError(
+          Cat("step: expected a duration like \"10s\" or seconds, got \"", *v, "\""));
     }
-    step = *d;
+    r.step = *d;
   }
+  return r;
+}
+
+// The answer for a failed History() or Heatmap().
+ApiResponse RangeError(const absl::Status& s) {
+  const bool missing = absl::IsNotFound(s);
+  return Error(missing ? 404 : 400, missing ? "not_found" : "bad_request",
+               std::string(s.message()));
+}
+
+}  // namespace
+
+ApiResponse Api::History(std::string_view id, std::string_view query) const {
+  absl::StatusOr<TimeRange> range = ParseRange(query, s_.registry->Now());
+  if (!range.ok()) return Error(400, "bad_request", std::string(range.status().message()));
+  const auto [from, to, step] = *range;
   absl::StatusOr<std::vector<HistoryPoint>> points = s_.loop->History(id, from, to, step);
-  if (!points.ok()) {
-    const bool missing = absl::IsNotFound(points.status());
-    return Error(missing ? 404 : 400, missing ? "not_found" : "bad_request",
-                 std::string(points.status().message()));
-  }
+  if (!points.ok()) return RangeError(points.status());
   json out = json::array();
   for (const HistoryPoint& p : *points) {
     json j = PointJson(p);
+    j["forecast"] = Num(p.forecast);
+    j["forecast_lower"] = Num(p.forecast_lower);
+    j["forecast_upper"] = Num(p.forecast_upper);
     j["time"] = TimeText(p.time);
     out.push_back(std::move(j));
   }
@@ -405,20 +550,213 @@ ApiResponse Api::History(std::string_view id, std::string_view query) const {
                {"points", out}});
 }
 
-ApiResponse Api::Alerts() const {
-  json out = json::array();
-  for (const ActiveAlert& a : s_.loop->ActiveAlerts()) {
-    out.push_back({{"rule", a.rule},
-                   {"series", a.series},
-                   {"series_id", LiveLoop::SeriesId(a.series)},
-                   {"state", AlertStateName(a.state)},
-                   {"tier", a.tier},
-                   {"severity", a.severity},
-                   {"since", TimeText(a.since)},
-                   {"value", Num(a.value)},
-                   {"threshold", Num(a.threshold)}});
+ApiResponse Api::Heatmap(std::string_view id, std::string_view query) const {
+  absl::StatusOr<TimeRange> range = ParseRange(query, s_.registry->Now());
+  if (!range.ok()) return Error(400, "bad_request", std::string(range.status().message()));
+  absl::StatusOr<tailguard::Heatmap> map =
+      s_.loop->Heatmap(id, range->from, range->to, range->step);
+  if (!map.ok()) return RangeError(map.status());
+  json times = json::array();
+  for (WallTime t : map->times) times.push_back(TimeText(t));
+  // Cells as [column, row, count] triples: compact, and what ECharts' heatmap series takes.
+  json cells = json::array();
+  for (const tailguard::Heatmap::Cell& c : map->cells) cells.push_back({c.column, c.row, c.count});
+  return Json({{"id", id},
+               {"from", TimeText(range->from)},
+               {"to", TimeText(range->to)},
+               {"step_seconds", std::chrono::duration<double>(range->step).count()},
+               {"bounds", map->bounds},
+               {"times", std::move(times)},
+               {"cells", std::move(cells)}});
+}
+
+ApiResponse Api::Info() const {
+  const WallTime now = s_.registry->Now();
+  json j{{"version", TAILGUARD_VERSION},
+         {"now", TimeText(now)},
+         {"tick_seconds", std::chrono::duration<double>(s_.loop->options().tick).count()},
+         {"window_seconds", std::chrono::duration<double>(s_.loop->options().window).count()},
+         {"token_required", !s_.api_token.empty()},
+         {"store", s_.store != nullptr}};
+  if (s_.started_at != WallTime{}) j["started_at"] = TimeText(s_.started_at);
+  if (s_.history_retention > Duration::zero()) {
+    j["history_retention_seconds"] = std::chrono::duration<double>(s_.history_retention).count();
   }
-  return Json({{"alerts", out}});
+  return Json(j);
+}
+
+std::optional<ApiResponse> Api::Unauthorized(std::string_view authorization,
+                                             std::string_view action) const {
+  if (s_.api_token.empty() || authorization == Cat("Bearer ", s_.api_token)) return std::nullopt;
+  return Error(401, "unauthorized",
+               Cat(action,
+                   " needs the API token: send Authorization: Bearer <api_token> (the "
+                   "api_token of the gateway configuration)",
+                   authorization.empty() ? "" : "; the token sent does not match"));
+}
+
+ApiResponse Api::Alerts(std::string_view query) const {
+  json active = json::array();
+  for (const ActiveAlert& a : s_.loop->ActiveAlerts()) {
+    active.push_back({{"rule", a.rule},
+                      {"series", a.series},
+                      {"series_id", LiveLoop::SeriesId(a.series)},
+                      {"state", AlertStateName(a.state)},
+                      {"tier", a.tier},
+                      {"severity", a.severity},
+                      {"since", TimeText(a.since)},
+                      {"value", Num(a.value)},
+                      {"threshold", Num(a.threshold)}});
+  }
+  json out{{"alerts", active}};
+  if (s_.store != nullptr) {
+    absl::StatusOr<size_t> limit = Limit(query, 50, 1000);
+    if (!limit.ok()) return Error(400, "bad_request", std::string(limit.status().message()));
+    store::AlertQuery q;
+    q.limit = static_cast<int>(*limit);
+    q.include_archived = QueryParam(query, "archived") == "1";
+    absl::StatusOr<std::vector<store::AlertRow>> rows = s_.store->ListAlerts(q);
+    if (!rows.ok()) {
+      return Error(500, "store", Cat("reading the alert store: ", rows.status().message()));
+    }
+    json episodes = json::array();
+    for (const store::AlertRow& a : *rows) episodes.push_back(EpisodeJson(a));
+    out["episodes"] = std::move(episodes);
+  }
+  return Json(out);
+}
+
+ApiResponse Api::Ack(std::string_view id_text, const ApiRequest& request) const {
+  if (auto denied = Unauthorized(request.authorization, "acknowledging an alert")) return *denied;
+  if (s_.store == nullptr) {
+    return Error(503, "no_store",
+                 "acknowledging needs the event store: set store.path in the gateway "
+                 "configuration");
+  }
+  const std::optional<int64_t> id = ParseId(id_text);
+  if (!id) {
+    return Error(400, "bad_request",
+                 Cat("\"", id_text, "\" is not an alert id; ids are in GET /api/v1/alerts"));
+  }
+  absl::StatusOr<json> body =
+      ParseBody(request.body, R"({"by": "alice", "comment": "looking into it"})");
+  if (!body.ok()) return Error(400, "bad_request", std::string(body.status().message()));
+  absl::StatusOr<std::string> by = StringField(*body, "by");
+  absl::StatusOr<std::string> comment = StringField(*body, "comment");
+  if (!by.ok() || !comment.ok()) {
+    return Error(400, "bad_request",
+                 std::string((by.ok() ? comment.status() : by.status()).message()));
+  }
+  if (by->empty()) {
+    return Error(400, "bad_request", "say who acknowledges: {\"by\": \"alice\"}");
+  }
+  const absl::Status s = s_.store->Ack(*id, *by, *comment, s_.registry->Now());
+  if (absl::IsNotFound(s)) return Error(404, "not_found", std::string(s.message()));
+  if (absl::IsFailedPrecondition(s)) return Error(409, "conflict", std::string(s.message()));
+  if (absl::IsInvalidArgument(s)) return Error(400, "bad_request", std::string(s.message()));
+  if (!s.ok()) return Error(500, "store", Cat("acknowledging: ", s.message()));
+  absl::StatusOr<store::AlertDetail> detail = s_.store->GetAlert(*id);
+  if (!detail.ok())
+    return Error(500, "store", Cat("reading the alert: ", detail.status().message()));
+  return Json({{"alert", EpisodeJson(detail->alert)}});
+}
+
+ApiResponse Api::Silences(std::string_view method, std::string_view id_text,
+                          const ApiRequest& request) const {
+  if (s_.store == nullptr) {
+    return Error(503, "no_store",
+                 "silences live in the event store: set store.path in the gateway configuration");
+  }
+  const WallTime now = s_.registry->Now();
+  if (id_text.empty() && (method == "GET" || method == "HEAD")) {
+    const size_t q = request.target.find('?');
+    const std::string_view query =
+        q == std::string_view::npos ? std::string_view() : request.target.substr(q + 1);
+    const bool expired = QueryParam(query, "expired") == "true";
+    absl::StatusOr<std::vector<store::Silence>> list = s_.store->ListSilences(now, expired);
+    if (!list.ok()) {
+      return Error(500, "store", Cat("reading the silences: ", list.status().message()));
+    }
+    json out = json::array();
+    for (const store::Silence& s : *list) out.push_back(SilenceJson(s, now));
+    return Json({{"silences", out}});
+  }
+  if (id_text.empty() && method == "POST") {
+    if (auto denied = Unauthorized(request.authorization, "adding a silence")) return *denied;
+    static constexpr std::string_view kExample =
+        R"({"matchers": "{model=\"risk\"}", "duration": "1h", "created_by": "alice", )"
+        R"("comment": "deploying v2"})";
+    absl::StatusOr<json> body = ParseBody(request.body, kExample);
+    if (!body.ok()) return Error(400, "bad_request", std::string(body.status().message()));
+    store::Silence silence;
+    silence.starts_at = now;
+    silence.created_at = now;
+    for (auto [name, into] :
+         {std::pair{"matchers", &silence.matchers}, std::pair{"created_by", &silence.created_by},
+          std::pair{"comment", &silence.comment}}) {
+      absl::StatusOr<std::string> v = StringField(*body, name);
+      if (!v.ok()) return Error(400, "bad_request", std::string(v.status().message()));
+      *into = *std::move(v);
+    }
+    absl::StatusOr<std::string> starts = StringField(*body, "starts_at");
+    absl::StatusOr<std::string> ends = StringField(*body, "ends_at");
+    absl::StatusOr<std::string> duration = StringField(*body, "duration");
+    for (const auto* v : {&starts, &ends, &duration}) {
+      if (!v->ok()) return Error(400, "bad_request", std::string(v->status().message()));
+    }
+    if (!starts->empty()) {
+      absl::StatusOr<WallTime> t = ParseTime(*starts, now);
+      if (!t.ok()) {
+        return Error(400, "bad_request", Cat("starts_at: ", t.status().message()));
+      }
+      silence.starts_at = *t;
+    }
+    if (!ends->empty() == !duration->empty()) {
+      return Error(400, "bad_request",
+                   Cat("give either \"duration\" (e.g. \"1h\") or \"ends_at\", not ",
+                       ends->empty() ? "neither" : "both", "; e.g. ", kExample));
+    }
+    if (!duration->empty()) {
+      std::optional<Duration> d = ParseDurationText(*duration);
+      if (!d || *d <= Duration::zero()) {
+        return Error(
+            400, "bad_request",
+            Cat("duration: expected a positive duration like \"2h\", got \"", *duration, "\""));
+      }
+      silence.ends_at = silence.starts_at + *d;
+    } else {
+      absl::StatusOr<WallTime> t = ParseTime(*ends, now);
+      if (!t.ok()) return Error(400, "bad_request", Cat("ends_at: ", t.status().message()));
+      silence.ends_at = *t;
+    }
+    absl::StatusOr<int64_t> id = s_.store->AddSilence(silence);
+    if (!id.ok()) {
+      const bool bad = absl::IsInvalidArgument(id.status());
+      return Error(bad ? 400 : 500, bad ? "bad_request" : "store",
+                   std::string(id.status().message()));
+    }
+    silence.id = *id;
+    ApiResponse r = Json({{"silence", SilenceJson(silence, now)}});
+    r.status = 201;
+    return r;
+  }
+  if (!id_text.empty() && method == "DELETE") {
+    if (auto denied = Unauthorized(request.authorization, "expiring a silence")) return *denied;
+    const std::optional<int64_t> id = ParseId(id_text);
+    if (!id) {
+      return Error(400, "bad_request",
+                   Cat("\"", id_text, "\" is not a silence id; ids are in GET ", kSilencesPath));
+    }
+    const absl::Status s = s_.store->ExpireSilence(*id, now);
+    if (absl::IsNotFound(s)) return Error(404, "not_found", std::string(s.message()));
+    if (absl::IsFailedPrecondition(s)) return Error(409, "conflict", std::string(s.message()));
+    if (!s.ok()) return Error(500, "store", Cat("expiring the silence: ", s.message()));
+    return Json({{"expired", *id}});
+  }
+  return Error(
+      405, "method_not_allowed",
+      Cat(method, " is not allowed on ", request.target.substr(0, request.target.find('?')),
+          "; use GET or POST ", kSilencesPath, ", DELETE ", kSilencesPath, "/{id}"));
 }
 
 ApiResponse Api::Events(std::string_view query) const {
@@ -431,8 +769,26 @@ ApiResponse Api::Events(std::string_view query) const {
       return Error(400, "bad_request", Cat("after: expected an event id, got \"", *v, "\""));
     }
   }
+  // series=<id> and since=<time> narrow the timeline to one series' recent events.
+  const std::optional<std::string> series = QueryParam(query, "series");
+  std::optional<WallTime> since;
+  if (auto v = QueryParam(query, "since")) {
+    absl::StatusOr<WallTime> t = ParseTime(*v, s_.registry->Now());
+    if (!t.ok()) return Error(400, "bad_request", Cat("since: ", t.status().message()));
+    since = *t;
+  }
+  std::vector<TimelineEvent> events =
+      s_.loop->Events(after, series || since ? s_.loop->options().event_capacity : *limit);
+  if (series || since) {
+    std::erase_if(events, [&](const TimelineEvent& e) {
+      return (since && e.time < *since) ||
+             (series && (e.series.empty() || LiveLoop::SeriesId(e.series) != *series));
+    });
+    // The newest `limit`, oldest first.
+    if (events.size() > *limit) events.erase(events.begin(), events.end() - *limit);
+  }
   json out = json::array();
-  for (const TimelineEvent& e : s_.loop->Events(after, *limit)) {
+  for (const TimelineEvent& e : events) {
     json j{{"id", e.id},
            {"time", TimeText(e.time)},
            {"type", e.type},
@@ -466,9 +822,32 @@ ApiResponse Api::Samples(std::string_view query) const {
     within = *d;
   }
   const std::optional<std::string> route = QueryParam(query, "route");
+  // series=<id>: the requests of that series' route, model and version (labels it lacks match
+  // anything).
+  std::optional<Labels> of_series;
+  if (auto id = QueryParam(query, "series")) {
+    tailguard::Series* series = s_.loop->FindSeries(*id);
+    if (series == nullptr) {
+      return Error(404, "not_found",
+                   Cat("no live series with id \"", *id, "\"; see /api/v1/series"));
+    }
+    of_series = series->labels();
+  }
+  auto matches = [&](const RouteLabels& r) {
+    if (!of_series) return true;
+    for (const auto& [k, v] : *of_series) {
+      if ((k == "route" && v != r.route) || (k == "model" && v != r.model) ||
+          (k == "version" && v != r.version)) {
+        return false;
+      }
+    }
+    return true;
+  };
+  const bool filtered = route || of_series;
   json out = json::array();
-  for (const SampleView& s : s_.loop->SlowestSamples(within, route ? 10000 : *limit)) {
+  for (const SampleView& s : s_.loop->SlowestSamples(within, filtered ? 10000 : *limit)) {
     if (route && s.route.route != *route) continue;
+    if (!matches(s.route)) continue;
     if (out.size() >= *limit) break;
     const RequestRecord& r = s.sample.record;
     json stages = json::object();
@@ -619,6 +998,13 @@ std::string Api::Metrics(bool om) const {
                  "memory and retried), and records dropped beyond the in-memory bound.");
     page.Sample({{"kind", "commit_failed"}}, static_cast<double>(Load(j.store_errors)));
     page.Sample({{"kind", "dropped"}}, static_cast<double>(Load(j.dropped)));
+  }
+  if (s_.loop->options().history != nullptr) {
+    page.Counter("tailguard_history_store_errors",
+                 "Per-minute history the store could not take (kind=write: a minute's points, "
+                 "kept in memory for 24 h) or give (kind=read: a listing of stored series).");
+    page.Sample({{"kind", "write"}}, static_cast<double>(s_.loop->history_write_failures()));
+    page.Sample({{"kind", "read"}}, static_cast<double>(s_.loop->history_read_failures()));
   }
   if (s_.delivery != nullptr) {
     const notify::DeliveryStats& d = s_.delivery->stats();

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -35,6 +36,7 @@ struct ApiRequest {
   std::string_view target;         // path and query, e.g. "/api/v1/events?limit=10"
   std::string_view accept;         // the Accept header
   std::string_view authorization;  // the Authorization header, for mutating calls
+  std::string_view body;           // POST bodies (JSON)
 };
 
 struct ApiResponse {
@@ -66,6 +68,9 @@ struct ApiSources {
   std::string api_token;
   // False while starting or draining: /readyz answers 503.
   std::function<bool()> ready;
+  // For /api/v1/info: when the gateway started and how long the store keeps history.
+  WallTime started_at{};
+  Duration history_retention{};
 };
 
 class Api {
@@ -84,9 +89,18 @@ class Api {
  private:
   ApiResponse Series(std::string_view query) const;
   ApiResponse History(std::string_view id, std::string_view query) const;
-  ApiResponse Alerts() const;
+  ApiResponse Heatmap(std::string_view id, std::string_view query) const;
+  ApiResponse Info() const;
+  ApiResponse Alerts(std::string_view query) const;
+  ApiResponse Ack(std::string_view id, const ApiRequest& request) const;
+  ApiResponse Silences(std::string_view method, std::string_view id,
+                       const ApiRequest& request) const;
   ApiResponse Events(std::string_view query) const;
   ApiResponse Samples(std::string_view query) const;
+  // Nothing when `authorization` carries the API token (or none is configured); otherwise the
+  // 401 answer, saying what `action` needs.
+  std::optional<ApiResponse> Unauthorized(std::string_view authorization,
+                                          std::string_view action) const;
   ApiResponse Ready() const;
   ApiResponse Models(std::string_view method, std::string_view path, std::string_view query,
                      std::string_view authorization) const;

@@ -26,9 +26,11 @@
 #include "common/strings.h"
 #include "model/backend.h"
 #include "server/api.h"
+#include "server/dashboard.h"
 #include "server/otlp.h"
 #include "server/protocol.h"
 #include "store/feature_store.h"
+#include "store/history_store.h"
 
 namespace tailguard::server {
 namespace {
@@ -90,6 +92,7 @@ void StripHopByHop(Fields& fields) {
 }
 
 std::string_view View(beast::string_view s) { return {s.data(), s.size()}; }
+beast::string_view Bsv(std::string_view s) { return {s.data(), s.size()}; }
 
 int64_t UnixNanos(WallTime t) { return t.time_since_epoch().count(); }
 
@@ -128,6 +131,8 @@ struct Gateway::Impl {
   // The alert pipeline's persistence and delivery; null without store.path. Declared before
   // the loop, so the loop (which uses the journal) goes first.
   std::unique_ptr<store::EventStore> store;
+  // The per-minute series history in the same file; null without store.path.
+  std::unique_ptr<store::HistoryStore> history;
   std::unique_ptr<notify::HttpSender> sender;
   std::unique_ptr<notify::DeliveryWorker> delivery;
   std::unique_ptr<notify::AlertJournal> journal;
@@ -254,6 +259,9 @@ class Worker {
                          http::request<http::string_body>& req, MonoTime start, bool keep_alive);
   awaitable<bool> Admin(beast::tcp_stream& client, http::request<http::string_body>& req,
                         bool keep_alive);
+  // The embedded dashboard's files, answered on this worker (they are static bytes).
+  awaitable<bool> Dashboard(beast::tcp_stream& client, const http::request<http::string_body>& req,
+                            std::string_view path, bool keep_alive);
   awaitable<bool> Proxy(beast::tcp_stream& client, const std::string& peer,
                         http::request<http::string_body>& req, size_t route, MonoTime start,
                         bool keep_alive);
@@ -402,6 +410,9 @@ awaitable<bool> Worker::Handle(beast::tcp_stream& client, const std::string& pee
   const std::string_view target = View(req.target());
   const std::string_view path = target.substr(0, target.find('?'));
   if (Api::Handles(path)) co_return co_await Admin(client, req, keep_alive);
+  if ((path == "/" || path.starts_with("/assets/")) && !g_.options.dashboard.empty()) {
+    co_return co_await Dashboard(client, req, path, keep_alive);
+  }
   const RouteConfig* route = MatchRoute(g_.config(), path);
   if (route == nullptr) {
     Add(g_.counters.not_found);
@@ -415,10 +426,51 @@ awaitable<bool> Worker::Handle(beast::tcp_stream& client, const std::string& pee
   co_return co_await Proxy(client, peer, req, index, start, keep_alive);
 }
 
+awaitable<bool> Worker::Dashboard(beast::tcp_stream& client,
+                                  const http::request<http::string_body>& req,
+                                  std::string_view path, bool keep_alive) {
+  const DashboardAsset* asset = FindDashboardAsset(g_.options.dashboard, path);
+  if (asset == nullptr) {
+    co_return co_await WriteError(client, req.version(), keep_alive, http::status::not_found,
+                                  "not_found", Cat("the dashboard has no file ", path));
+  }
+  if (req.method() != http::verb::get && req.method() != http::verb::head) {
+    co_return co_await WriteError(client, req.version(), keep_alive,
+                                  http::status::method_not_allowed, "method_not_allowed",
+                                  Cat(req.method_string(), " is not allowed on ", path,
+                                      "; the dashboard's files are read with GET"));
+  }
+  http::response<http::string_body> res{http::status::ok, req.version()};
+  res.set(http::field::server, "tailguard");
+  res.set(http::field::content_type, Bsv(asset->content_type));
+  // Revalidated on every load (cheap: 304 while unchanged), so an upgrade shows at once.
+  res.set(http::field::cache_control, "no-cache");
+  res.set(http::field::etag, Bsv(asset->etag));
+  res.set(http::field::vary, "Accept-Encoding");
+  res.set("X-Content-Type-Options", "nosniff");
+  res.keep_alive(keep_alive);
+  if (View(req[http::field::if_none_match]) == asset->etag) {
+    res.result(http::status::not_modified);
+  } else {
+    const bool gzip =
+        !asset->gzip.empty() &&
+        View(req[http::field::accept_encoding]).find("gzip") != std::string_view::npos;
+    if (gzip) res.set(http::field::content_encoding, "gzip");
+    const std::string_view body = gzip ? asset->gzip : asset->body;
+    res.content_length(body.size());
+    if (req.method() != http::verb::head) res.body().assign(body);
+  }
+  beast::error_code ec;
+  client.expires_after(g_.config().timeouts.request);
+  co_await http::async_write(client, res, Token(ec));
+  co_return !ec;
+}
+
 awaitable<bool> Worker::Admin(beast::tcp_stream& client, http::request<http::string_body>& req,
                               bool keep_alive) {
   const ApiRequest request{View(req.method_string()), View(req.target()),
-                           View(req[http::field::accept]), View(req[http::field::authorization])};
+                           View(req[http::field::accept]), View(req[http::field::authorization]),
+                           View(req.body())};
   // Rendered on the control thread: a slow page never holds up this worker's requests.
   const Api& api = *g_.api;
   ApiResponse r = co_await net::co_spawn(
@@ -1164,6 +1216,14 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Create(GatewayOptions options)
     g->delivery = std::make_unique<notify::DeliveryWorker>(g->options.rules, *g->store, *g->sender,
                                                            g->clock, delivery);
     loop_options.journal = g->journal.get();
+    absl::StatusOr<std::unique_ptr<store::HistoryStore>> history =
+        store::HistoryStore::Open(cfg.store.path);
+    if (!history.ok()) {
+      return absl::UnavailableError(Cat("store.path: ", history.status().message()));
+    }
+    g->history = std::move(*history);
+    loop_options.history = g->history.get();
+    loop_options.history_retention = cfg.store.history_retention;
   }
   absl::StatusOr<std::unique_ptr<LiveLoop>> loop =
       LiveLoop::Create(g->registry, g->options.rules, loop_options, &g->route_counters);
@@ -1225,6 +1285,8 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Create(GatewayOptions options)
   sources.store = g->store.get();
   sources.backend = g->backend.get();
   sources.api_token = cfg.api_token;
+  sources.started_at = g->registry.Now();
+  if (g->history != nullptr) sources.history_retention = cfg.store.history_retention;
   Impl* raw = g.get();
   sources.ready = [raw] { return raw->started.load() && !raw->draining.load(); };
   g->api = std::make_unique<Api>(std::move(sources));
@@ -1261,6 +1323,7 @@ void Gateway::Start() {
   if (g.delivery != nullptr) g.delivery->Start();
   g.Log(Cat("listening on ", g.bound.ToString(), " with ", std::to_string(g.workers.size()),
             " worker thread(s), ", std::to_string(g.config().routes.size()), " route(s)"));
+  if (!g.options.dashboard.empty()) g.Log(Cat("dashboard: http://", g.bound.ToString(), "/"));
 }
 
 void Gateway::Shutdown() {

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <span>
 
 #include "absl/status/statusor.h"
 #include "server/gateway_config.h"
@@ -24,6 +25,8 @@ class ModelBackend;
 
 namespace tailguard::server {
 
+struct DashboardAsset;
+
 struct GatewayOptions {
   GatewayConfig config;
   AlertConfig rules;  // what the live loop evaluates
@@ -35,6 +38,9 @@ struct GatewayOptions {
   // The feature store models with `features:` read; borrowed, must outlive the gateway. nullptr
   // (the default): the one config.feature_store describes.
   store::FeatureStore* feature_store = nullptr;
+  // The dashboard served at / and /assets/ (see server/dashboard.h; the tailguard binary passes
+  // DashboardAssets()). Empty (the default): those paths go to the routes like any other.
+  std::span<const DashboardAsset> dashboard;
 };
 
 // Threads: config.threads workers, each running its own event loop with its own upstream

@@ -502,9 +502,17 @@ GatewayConfig Parser::Parse(const YAML::Node& root) {
   if (token_file != nullptr) c.api_token_file = Name(*token_file);
   if (const YamlItem* f = top.Get("tracing")) ParseTracing(*f, c.tracing);
   if (const YamlItem* f = top.Get("store")) {
-    YamlMap m = Map(*f, {"path", "archive_after"});
+    YamlMap m = Map(*f, {"path", "archive_after", "history_retention"});
     if (const YamlItem* p = m.Get("path")) c.store.path = Str(*p);
     if (const YamlItem* a = m.Get("archive_after")) c.store.archive_after = Dur(*a);
+    if (const YamlItem* r = m.Get("history_retention")) {
+      c.store.history_retention = Dur(*r);
+      if (c.store.history_retention < 1h || c.store.history_retention > kMaxHistoryRetention) {
+        Fail(*r, Cat("must be from 1h to 3650d (the per-minute history is pruned past it; 35d "
+                     "keeps last week and last month to compare with), got ",
+                     Quoted(Str(*r))));
+      }
+    }
   }
   if (const YamlItem* f = top.Get("delivery")) {
     YamlMap m = Map(*f, {"initial_backoff", "max_backoff", "give_up_after"});

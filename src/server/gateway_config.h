@@ -141,6 +141,9 @@ struct GatewayConfig {
     std::string path = "tailguard.db";
     // Ended alerts are archived this long after they ended; 0 never. Default 7 days.
     Duration archive_after = std::chrono::hours(24 * 7);
+    // How long the per-minute series history (points and heatmap rows) is kept; older minutes
+    // are pruned about once an hour. 1h to kMaxHistoryRetention; default 35 days.
+    Duration history_retention = std::chrono::hours(24 * 35);
   } store;
 
   // How notifications are delivered (docs/notifications.md). All positive.
@@ -179,6 +182,7 @@ struct GatewayConfig {
 inline constexpr size_t kMaxConfigBytes = size_t{4} << 20;
 inline constexpr size_t kMaxRoutes = 1000;
 inline constexpr size_t kMaxUpstreamsPerRoute = 64;
+inline constexpr Duration kMaxHistoryRetention = std::chrono::hours(24 * 3650);
 
 // Parses and validates a configuration. `file_name` is only used in messages. Never throws.
 // InvalidArgument "file:line: field.path: problem" (with how to fix it) for malformed YAML,

@@ -4,10 +4,13 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
+#include <span>
+#include <utility>
 
 #include "alert/notify/journal.h"
 #include "common/format.h"
 #include "common/strings.h"
+#include "store/history_store.h"
 #include "tailguard/series_io.h"
 
 namespace tailguard::server {
@@ -36,9 +39,82 @@ struct TickScore {
   WallTime time{};
   float score = 0;
   float baseline = 0;
+  float forecast = 0, forecast_lower = 0, forecast_upper = 0;
 };
 
+// Every per-minute point in (begin, end] of `minutes` (sorted by time) into one point: counts
+// add, the rest take the worst, except baseline and forecast: those of the last minute.
+HistoryPoint Combine(WallTime begin, WallTime end, std::span<const HistoryPoint> minutes) {
+  HistoryPoint p;
+  p.time = end;
+  auto first = std::upper_bound(minutes.begin(), minutes.end(), begin,
+                                [](WallTime v, const HistoryPoint& m) { return v < m.time; });
+  double weighted_mean = 0;
+  for (auto m = first; m != minutes.end() && m->time <= end; ++m) {
+    auto worst = [](double& into, double v) {
+      if (!std::isnan(v) && (std::isnan(into) || v > into)) into = v;
+    };
+    worst(p.p50, m->p50);
+    worst(p.p90, m->p90);
+    worst(p.p99, m->p99);
+    worst(p.p999, m->p999);
+    worst(p.max, m->max);
+    worst(p.anomaly_score, m->anomaly_score);
+    p.baseline_p99 = m->baseline_p99;
+    p.forecast = m->forecast;
+    p.forecast_lower = m->forecast_lower;
+    p.forecast_upper = m->forecast_upper;
+    if (m->count > 0) weighted_mean += m->mean * static_cast<double>(m->count);
+    p.count += m->count;
+  }
+  if (p.count > 0) p.mean = weighted_mean / static_cast<double>(p.count);
+  return p;
+}
+
+store::MinuteRow ToRow(const HistoryPoint& p, std::string heatmap) {
+  store::MinuteRow r;
+  r.time = p.time;
+  r.count = p.count;
+  r.p50 = p.p50;
+  r.p90 = p.p90;
+  r.p99 = p.p99;
+  r.p999 = p.p999;
+  r.mean = p.mean;
+  r.max = p.max;
+  r.anomaly_score = p.anomaly_score;
+  r.baseline_p99 = p.baseline_p99;
+  r.forecast = p.forecast;
+  r.forecast_lower = p.forecast_lower;
+  r.forecast_upper = p.forecast_upper;
+  r.heatmap = std::move(heatmap);
+  return r;
+}
+
+HistoryPoint FromRow(const store::MinuteRow& r) {
+  HistoryPoint p;
+  p.time = r.time;
+  p.count = r.count;
+  p.p50 = r.p50;
+  p.p90 = r.p90;
+  p.p99 = r.p99;
+  p.p999 = r.p999;
+  p.mean = r.mean;
+  p.max = r.max;
+  p.anomaly_score = r.anomaly_score;
+  p.baseline_p99 = r.baseline_p99;
+  p.forecast = r.forecast;
+  p.forecast_lower = r.forecast_lower;
+  p.forecast_upper = r.forecast_upper;
+  return p;
+}
+
 }  // namespace
+
+// One minute of a series: its point and its heatmap row (EncodeHeatmapRow; "" when unknown).
+struct LiveLoop::MinuteEntry {
+  HistoryPoint point;
+  std::string heatmap;
+};
 
 struct LiveLoop::SeriesState {
   std::string id;
@@ -49,7 +125,8 @@ struct LiveLoop::SeriesState {
   uint64_t last_total = 0, last_failed = 0;
   // The last hour of per-tick scores, for history.
   std::deque<TickScore> scores;
-  std::deque<HistoryPoint> minutes;
+  // Per-minute points, for LiveLoopOptions::minute_history.
+  std::deque<MinuteEntry> minutes;
 };
 
 absl::StatusOr<std::unique_ptr<LiveLoop>> LiveLoop::Create(Registry& registry, AlertConfig rules,
@@ -97,16 +174,7 @@ LiveLoop::LiveLoop(Registry& registry, LiveLoopOptions options, RouteCounterTabl
 
 LiveLoop::~LiveLoop() { Stop(); }
 
-std::string LiveLoop::SeriesId(std::string_view key) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : key) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016" PRIx64, h);
-  return buf;
-}
+std::string LiveLoop::SeriesId(std::string_view key) { return store::HistorySeriesId(key); }
 
 void LiveLoop::Tick() {
   registry_.Collect();
@@ -130,6 +198,7 @@ void LiveLoop::Tick() {
   for (Series* s : all) windows.push_back(s->Window(options_.window, now));
   const bool new_minute = now - last_minute_ >= std::chrono::minutes(1);
   std::vector<Histogram> minutes;
+  std::vector<store::SeriesMinutes> batch;  // for the history store
   if (new_minute) {
     for (Series* s : all) minutes.push_back(s->Window(std::chrono::minutes(1), now));
   }
@@ -183,8 +252,13 @@ void LiveLoop::Tick() {
     const AnomalyPoint a = st.detector.Update(now, stats.p99);
     stats.anomaly_score = std::isnan(stats.p99) ? 0 : a.level;
     stats.baseline_p99 = a.baseline;
-    st.scores.push_back(
-        {now, static_cast<float>(stats.anomaly_score), static_cast<float>(a.baseline)});
+    stats.forecast = a.forecast.value;
+    stats.forecast_lower = a.forecast.lower;
+    stats.forecast_upper = a.forecast.upper;
+    st.scores.push_back({now, static_cast<float>(stats.anomaly_score),
+                         static_cast<float>(a.baseline), static_cast<float>(a.forecast.value),
+                         static_cast<float>(a.forecast.lower),
+                         static_cast<float>(a.forecast.upper)});
     while (st.scores.size() > score_ticks) st.scores.pop_front();
 
     if (a.score >= kAnomalyEventScore && !std::isnan(stats.p99)) {
@@ -223,8 +297,15 @@ void LiveLoop::Tick() {
       FillStats(minutes[i], p);
       p.anomaly_score = stats.anomaly_score;
       p.baseline_p99 = stats.baseline_p99;
-      st.minutes.push_back(p);
-      while (!st.minutes.empty() && now - st.minutes.front().time > options_.minute_history) {
+      p.forecast = stats.forecast;
+      p.forecast_lower = stats.forecast_lower;
+      p.forecast_upper = stats.forecast_upper;
+      std::string heatmap = EncodeHeatmapRow(HeatmapRowOf(minutes[i]));
+      if (options_.history != nullptr) {
+        batch.push_back({s->key(), s->name(), s->labels(), {ToRow(p, heatmap)}});
+      }
+      st.minutes.push_back({p, std::move(heatmap)});
+      while (!st.minutes.empty() && now - st.minutes.front().point.time > options_.minute_history) {
         st.minutes.pop_front();
       }
     }
@@ -256,7 +337,25 @@ void LiveLoop::Tick() {
   lock.unlock();
   // Only this thread uses the journal.
   if (options_.journal != nullptr) options_.journal->Commit(engine_state);
+  if (options_.history != nullptr && new_minute) Persist(batch, now);
   ticks_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void LiveLoop::Persist(const std::vector<store::SeriesMinutes>& batch, WallTime now) {
+  auto failed = [&](std::string_view what, const absl::Status& s) {
+    history_write_failures_.fetch_add(1, std::memory_order_relaxed);
+    if (options_.log != nullptr) {
+      std::fprintf(options_.log, "tailguard: history %s failed (skipped): %s\n",
+                   std::string(what).c_str(), std::string(s.message()).c_str());
+      std::fflush(options_.log);
+    }
+  };
+  if (absl::Status s = options_.history->WriteMinutes(batch); !s.ok()) failed("write", s);
+  if (now - last_prune_ >= std::chrono::hours(1)) {
+    last_prune_ = now;
+    absl::StatusOr<int64_t> pruned = options_.history->Prune(now - options_.history_retention);
+    if (!pruned.ok()) failed("prune", pruned.status());
+  }
 }
 
 void LiveLoop::PushEvent(TimelineEvent e) {
@@ -360,79 +459,193 @@ Series* LiveLoop::FindSeries(std::string_view id) const {
   return it == by_id_.end() ? nullptr : it->second;
 }
 
+absl::StatusOr<Series*> LiveLoop::Resolve(std::string_view id) const {
+  if (Series* series = FindSeries(id); series != nullptr) return series;
+  if (options_.history != nullptr) {
+    absl::StatusOr<std::optional<store::StoredSeriesInfo>> stored =
+        options_.history->FindSeries(id);
+    if (!stored.ok()) return stored.status();
+    if (stored->has_value()) return nullptr;
+  }
+  return absl::NotFoundError(Cat("no series with id \"", id, "\"; see /api/v1/series"));
+}
+
+absl::StatusOr<std::vector<LiveLoop::Column>> LiveLoop::Columns(Series* series, WallTime from,
+                                                                WallTime to, Duration step) const {
+  // Within the window span of a live series columns are exact; older ones (and every column of
+  // a series only the store knows) come from per-minute data, at least a minute apart.
+  const WallTime exact_from =
+      series != nullptr ? registry_.Now() - std::chrono::hours(1) : WallTime::max();
+  const Duration old_step = std::max(step, Duration(std::chrono::minutes(1)));
+  std::vector<Column> out;
+  for (WallTime t = from + step; t <= to;) {
+    if (out.size() >= kMaxHistoryPoints) {
+      return absl::InvalidArgumentError(
+          Cat("more than ", std::to_string(kMaxHistoryPoints), " points; use a larger step"));
+    }
+    const bool exact = t - step >= exact_from;
+    out.push_back({t, exact});
+    t += exact ? step : old_step;
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<LiveLoop::MinuteEntry>> LiveLoop::Minutes(std::string_view id,
+                                                                     Series* series, WallTime lo,
+                                                                     WallTime hi,
+                                                                     bool heatmaps) const {
+  std::vector<MinuteEntry> memory;
+  if (series != nullptr) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = states_.find(series);
+    if (it != states_.end()) {
+      for (const MinuteEntry& m : it->second->minutes) {
+        if (m.point.time > lo && m.point.time <= hi) memory.push_back(m);
+      }
+      // The store holds what is older than the oldest minute in memory.
+      if (!it->second->minutes.empty()) {
+        hi = std::min(hi, it->second->minutes.front().point.time - Duration(1));
+      }
+    }
+  }
+  std::vector<MinuteEntry> out;
+  if (options_.history != nullptr && lo < hi) {
+    absl::StatusOr<std::vector<store::MinuteRow>> rows = options_.history->ReadPoints(id, lo, hi);
+    if (!rows.ok()) return rows.status();
+    for (const store::MinuteRow& r : *rows) out.push_back({FromRow(r), ""});
+    if (heatmaps) {
+      absl::StatusOr<std::vector<store::StoredHeatmapRow>> hm =
+          options_.history->ReadHeatmapRows(id, lo, hi);
+      if (!hm.ok()) return hm.status();
+      // Both are sorted by time; a minute without a heatmap row keeps "".
+      size_t j = 0;
+      for (MinuteEntry& e : out) {
+        while (j < hm->size() && (*hm)[j].time < e.point.time) ++j;
+        if (j < hm->size() && (*hm)[j].time == e.point.time) {
+          e.heatmap = EncodeHeatmapRow((*hm)[j].row);
+        }
+      }
+    }
+  }
+  for (MinuteEntry& m : memory) out.push_back(std::move(m));
+  return out;
+}
+
 absl::StatusOr<std::vector<HistoryPoint>> LiveLoop::History(std::string_view id, WallTime from,
                                                             WallTime to, Duration step) const {
   if (step <= Duration::zero()) return absl::InvalidArgumentError("step must be positive");
   if (to < from) return absl::InvalidArgumentError("`to` is before `from`");
-  Series* series = FindSeries(id);
-  if (series == nullptr) {
-    return absl::NotFoundError(Cat("no series with id \"", id, "\"; see /api/v1/series"));
-  }
-  const WallTime now = registry_.Now();
-  const WallTime exact_from = now - std::chrono::hours(1);
-  // Older than the window span: per-minute points, at least a minute apart.
+  absl::StatusOr<Series*> series = Resolve(id);
+  if (!series.ok()) return series.status();
+  absl::StatusOr<std::vector<Column>> columns = Columns(*series, from, to, step);
+  if (!columns.ok()) return columns.status();
   const Duration old_step = std::max(step, Duration(std::chrono::minutes(1)));
-  size_t points = 0;
-  for (WallTime t = from + step; t <= to && points <= kMaxHistoryPoints;
-       t += (t - step < exact_from ? old_step : step)) {
-    ++points;
+
+  std::vector<HistoryPoint> minutes;
+  std::deque<TickScore> scores;
+  const bool any_old =
+      std::any_of(columns->begin(), columns->end(), [](const Column& c) { return !c.exact; });
+  if (any_old) {
+    absl::StatusOr<std::vector<MinuteEntry>> entries =
+        Minutes(id, *series, from + step - old_step, to, /*heatmaps=*/false);
+    if (!entries.ok()) return entries.status();
+    minutes.reserve(entries->size());
+    for (const MinuteEntry& e : *entries) minutes.push_back(e.point);
   }
-  if (points > kMaxHistoryPoints) {
-    return absl::InvalidArgumentError(
-        Cat("more than ", std::to_string(kMaxHistoryPoints), " points; use a larger step"));
+  if (*series != nullptr) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = states_.find(*series);
+    if (it != states_.end()) scores = it->second->scores;
   }
 
   std::vector<HistoryPoint> out;
-  std::deque<HistoryPoint> minutes;
-  std::deque<TickScore> scores;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = states_.find(series);
-    if (it != states_.end()) {
-      minutes = it->second->minutes;
-      scores = it->second->scores;
+  out.reserve(columns->size());
+  for (const Column& c : *columns) {
+    const WallTime t = c.end;
+    if (!c.exact) {
+      out.push_back(Combine(t - old_step, t, minutes));
+      continue;
     }
-  }
-  for (WallTime t = from + step; t <= to;) {
-    const bool exact = t - step >= exact_from;
     HistoryPoint p;
     p.time = t;
-    if (exact) {
-      FillStats(series->Window(step, t), p);
-      // The score of the last tick at or before t.
-      auto s = std::upper_bound(scores.begin(), scores.end(), t,
-                                [](WallTime v, const TickScore& x) { return v < x.time; });
-      if (s != scores.begin()) {
-        --s;
-        if (t - s->time <= step) {
-          p.anomaly_score = s->score;
-          p.baseline_p99 = s->baseline;
-        }
+    FillStats((*series)->Window(step, t), p);
+    // The score of the last tick at or before t.
+    auto s = std::upper_bound(scores.begin(), scores.end(), t,
+                              [](WallTime v, const TickScore& x) { return v < x.time; });
+    if (s != scores.begin()) {
+      --s;
+      if (t - s->time <= step) {
+        p.anomaly_score = s->score;
+        p.baseline_p99 = s->baseline;
+        p.forecast = s->forecast;
+        p.forecast_lower = s->forecast_lower;
+        p.forecast_upper = s->forecast_upper;
       }
-      t += step;
-    } else {
-      // Every per-minute point in (t - old_step, t]: counts add, the rest take the worst.
-      const WallTime begin = t - old_step;
-      double weighted_mean = 0;
-      for (const HistoryPoint& m : minutes) {
-        if (m.time <= begin || m.time > t) continue;
-        auto worst = [](double& into, double v) {
-          if (!std::isnan(v) && (std::isnan(into) || v > into)) into = v;
-        };
-        worst(p.p50, m.p50);
-        worst(p.p90, m.p90);
-        worst(p.p99, m.p99);
-        worst(p.p999, m.p999);
-        worst(p.max, m.max);
-        worst(p.anomaly_score, m.anomaly_score);
-        p.baseline_p99 = m.baseline_p99;
-        if (m.count > 0) weighted_mean += m.mean * static_cast<double>(m.count);
-        p.count += m.count;
-      }
-      if (p.count > 0) p.mean = weighted_mean / static_cast<double>(p.count);
-      t += old_step;
     }
     out.push_back(p);
+  }
+  return out;
+}
+
+absl::StatusOr<tailguard::Heatmap> LiveLoop::Heatmap(std::string_view id, WallTime from,
+                                                     WallTime to, Duration step) const {
+  if (step <= Duration::zero()) return absl::InvalidArgumentError("step must be positive");
+  if (to < from) return absl::InvalidArgumentError("`to` is before `from`");
+  absl::StatusOr<Series*> series = Resolve(id);
+  if (!series.ok()) return series.status();
+  absl::StatusOr<std::vector<Column>> columns = Columns(*series, from, to, step);
+  if (!columns.ok()) return columns.status();
+  const Duration old_step = std::max(step, Duration(std::chrono::minutes(1)));
+
+  std::vector<MinuteEntry> minutes;
+  const bool any_old =
+      std::any_of(columns->begin(), columns->end(), [](const Column& c) { return !c.exact; });
+  if (any_old) {
+    absl::StatusOr<std::vector<MinuteEntry>> entries =
+        Minutes(id, *series, from + step - old_step, to, /*heatmaps=*/true);
+    if (!entries.ok()) return entries.status();
+    minutes = *std::move(entries);
+  }
+  std::vector<WallTime> times;
+  std::vector<HeatmapRow> rows;
+  times.reserve(columns->size());
+  rows.reserve(columns->size());
+  std::vector<uint64_t> dense;
+  for (const Column& c : *columns) {
+    times.push_back(c.end);
+    if (c.exact) {
+      rows.push_back(HeatmapRowOf((*series)->Window(step, c.end)));
+      continue;
+    }
+    dense.assign(kHeatmapBucketCount, 0);
+    const WallTime begin = c.end - old_step;
+    auto m = std::upper_bound(minutes.begin(), minutes.end(), begin,
+                              [](WallTime v, const MinuteEntry& e) { return v < e.point.time; });
+    for (; m != minutes.end() && m->point.time <= c.end; ++m) {
+      if (m->heatmap.empty()) continue;
+      // Our own encoding: a row that does not decode is left out rather than failing the view.
+      if (absl::StatusOr<HeatmapRow> row = DecodeHeatmapRow(m->heatmap); row.ok()) {
+        AddHeatmapRow(*row, dense);
+      }
+    }
+    rows.push_back(SparseHeatmapRow(dense));
+  }
+  return MakeHeatmap(std::move(times), rows);
+}
+
+std::vector<StoredSeries> LiveLoop::StoredSeries() const {
+  std::vector<server::StoredSeries> out;
+  if (options_.history == nullptr) return out;
+  absl::StatusOr<std::vector<store::StoredSeriesInfo>> all = options_.history->ListSeries();
+  if (!all.ok()) {
+    history_read_failures_.fetch_add(1, std::memory_order_relaxed);
+    return out;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (store::StoredSeriesInfo& s : *all) {
+    if (by_id_.contains(s.id)) continue;
+    out.push_back({std::move(s.id), std::move(s.key), std::move(s.metric), std::move(s.labels),
+                   s.first, s.last});
   }
   return out;
 }

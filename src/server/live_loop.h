@@ -16,6 +16,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "metrics/heatmap.h"
 #include "server/stats.h"
 #include "tailguard/alert.h"
 #include "tailguard/detect.h"
@@ -24,6 +25,10 @@
 namespace tailguard::notify {
 class AlertJournal;
 }  // namespace tailguard::notify
+namespace tailguard::store {
+class HistoryStore;
+struct SeriesMinutes;
+}  // namespace tailguard::store
 
 namespace tailguard::server {
 
@@ -44,6 +49,14 @@ struct LiveLoopOptions {
   // supplies the silences. nullptr keeps alerts in memory only. When set, Create() restores the
   // alert engine's state from it. Must outlive the loop.
   notify::AlertJournal* journal = nullptr;
+  // Where per-minute history (points and heatmap rows of every series) is persisted, once a
+  // minute on the loop's thread after the tick; History() and Heatmap() read what is older than
+  // the in-memory minutes from it, and answer for series known only to it. nullptr keeps history
+  // in memory only (minute_history). Must outlive the loop.
+  store::HistoryStore* history = nullptr;
+  // How long the store keeps history: older minutes are pruned about once an hour. Default 35
+  // days (five weeks, for comparisons with last week and a month ago).
+  Duration history_retention = std::chrono::hours(24 * 35);
 };
 
 // One point of a series' history.
@@ -55,6 +68,22 @@ struct HistoryPoint {
   double mean = Observation::kMissing, max = Observation::kMissing;
   double anomaly_score = Observation::kMissing;
   double baseline_p99 = Observation::kMissing;
+  // Holt-Winters' one-step forecast of P99 and its prediction band, in seconds, at the tick that
+  // ended the point (the last tick of a per-minute point's minute).
+  double forecast = Observation::kMissing;
+  double forecast_lower = Observation::kMissing;
+  double forecast_upper = Observation::kMissing;
+};
+
+// A series the history store knows but the registry does not (imported, or seen before a
+// restart).
+struct StoredSeries {
+  std::string id;  // as SeriesSnapshot::id
+  std::string key;
+  std::string metric;
+  Labels labels;
+  WallTime first{};  // its oldest and newest stored minute
+  WallTime last{};
 };
 
 // The statistics of a series at the latest tick, over LiveLoopOptions::window.
@@ -118,8 +147,20 @@ class LiveLoop final : private AlertSink {
   // window span (1 h) each point is the exact merge of its slots; older points come from the
   // per-minute history (a step below 1 min there is rounded up to 1 min). NotFound for an
   // unknown id; InvalidArgument for step <= 0, to < from, or more than 11 000 points.
+  // With a history store, per-minute points older than the in-memory minutes come from the
+  // store, and an id only the store knows is answered from it alone; a store read error is
+  // returned as it is (Unavailable, DataLoss, ...).
   absl::StatusOr<std::vector<HistoryPoint>> History(std::string_view id, WallTime from, WallTime to,
                                                     Duration step) const;
+  // The latency heatmap of series `id` on the same columns as History(): within the registry's
+  // window span each column is the exact merge of its slots, older columns add the per-minute
+  // heatmap rows in (end - step, end] (a step below 1 min there is rounded up to 1 min). Rows
+  // cover only the buckets that hold data. Errors as History().
+  absl::StatusOr<tailguard::Heatmap> Heatmap(std::string_view id, WallTime from, WallTime to,
+                                             Duration step) const;
+  // The series the history store holds that are not in the registry now, by key; empty without
+  // a store or when it cannot be read (counted in history_read_failures()).
+  std::vector<server::StoredSeries> StoredSeries() const;
   std::vector<ActiveAlert> ActiveAlerts() const;
   // The newest events with id > after_id, oldest first, at most `limit`.
   std::vector<TimelineEvent> Events(uint64_t after_id, size_t limit) const;
@@ -127,6 +168,14 @@ class LiveLoop final : private AlertSink {
   std::vector<SampleView> SlowestSamples(Duration within, size_t limit) const;
 
   uint64_t ticks() const { return ticks_.load(std::memory_order_relaxed); }
+  // History store writes (and prunes) that failed; each was logged and skipped.
+  uint64_t history_write_failures() const {
+    return history_write_failures_.load(std::memory_order_relaxed);
+  }
+  // StoredSeries() calls whose store read failed.
+  uint64_t history_read_failures() const {
+    return history_read_failures_.load(std::memory_order_relaxed);
+  }
   const LiveLoopOptions& options() const { return options_; }
 
   // 16 hex digits: FNV-1a 64 of the series key.
@@ -134,6 +183,11 @@ class LiveLoop final : private AlertSink {
 
  private:
   struct SeriesState;
+  struct MinuteEntry;
+  struct Column {
+    WallTime end;
+    bool exact;  // from the registry's slots; else from per-minute data
+  };
   LiveLoop(Registry& registry, LiveLoopOptions options, RouteCounterTable* counters);
 
   // AlertSink: called inside Tick() with mu_ held.
@@ -141,6 +195,19 @@ class LiveLoop final : private AlertSink {
   void OnNotification(const Notification& notification) override;
   void OnMuted(const MutedAlert& muted) override;
   void PushEvent(TimelineEvent e);  // REQUIRES: mu_ held
+
+  // The live series with `id` (nullptr when it is not live), after checking that someone knows
+  // it: NotFound when neither the registry nor the store does.
+  absl::StatusOr<Series*> Resolve(std::string_view id) const;
+  // The columns of History() and Heatmap(); InvalidArgument as History().
+  absl::StatusOr<std::vector<Column>> Columns(Series* series, WallTime from, WallTime to,
+                                              Duration step) const;
+  // Per-minute entries of `id` with lo < time <= hi, oldest first: the in-memory ones, and
+  // from the store those older than the oldest in memory. `heatmaps` also fetches heatmap rows.
+  absl::StatusOr<std::vector<MinuteEntry>> Minutes(std::string_view id, Series* series, WallTime lo,
+                                                   WallTime hi, bool heatmaps) const;
+  // Writes this minute's batch and prunes when due; called by Tick() without mu_.
+  void Persist(const std::vector<store::SeriesMinutes>& batch, WallTime now);
 
   Registry& registry_;
   const LiveLoopOptions options_;
@@ -156,6 +223,10 @@ class LiveLoop final : private AlertSink {
   std::deque<SampleView> samples_;                                     // guarded by mu_
   WallTime last_minute_{};                                             // guarded by mu_
   std::atomic<uint64_t> ticks_{0};
+  // Read from any thread for export; relaxed: independent counters.
+  std::atomic<uint64_t> history_write_failures_{0};
+  mutable std::atomic<uint64_t> history_read_failures_{0};
+  WallTime last_prune_{};  // only Tick()'s thread
 
   std::mutex run_mu_;
   std::condition_variable run_cv_;

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/strings.h"
+#include "store/label_text.h"
 #include "store/schema.h"
 
 namespace tailguard::store {
@@ -24,29 +25,6 @@ namespace tailguard::store {
   lhs = std::move(*tmp)
 #define TG_ASSIGN_OR_RETURN(lhs, expr) \
   TG_ASSIGN_OR_RETURN_IMPL(TG_STORE_CONCAT(status_or_, __LINE__), lhs, expr)
-
-namespace {
-
-using Lock = std::lock_guard<std::recursive_mutex>;
-
-int64_t Ns(WallTime t) { return t.time_since_epoch().count(); }
-WallTime FromNs(int64_t ns) { return WallTime(Duration(ns)); }
-
-std::optional<WallTime> OptTime(const Statement& st, int col) {
-  if (st.ColumnIsNull(col)) return std::nullopt;
-  return FromNs(st.ColumnInt64(col));
-}
-
-void BindOptTime(Statement& st, int idx, std::optional<WallTime> t) {
-  if (t.has_value()) {
-    st.Bind(idx, Ns(*t));
-  } else {
-    st.BindNull(idx);
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Encodings of the TEXT columns that hold lists.
 
 // Label sets as Prometheus writes them: {a="x",b="y"} (selector.h's FormatLabelSet).
 std::string EncodeLabels(LabelSpan labels) { return alert_internal::FormatLabelSet(labels); }
@@ -78,6 +56,29 @@ absl::StatusOr<Labels> DecodeLabels(std::string_view text) {
   if (i + 1 != text.size()) return bad();
   return out;
 }
+
+namespace {
+
+using Lock = std::lock_guard<std::recursive_mutex>;
+
+int64_t Ns(WallTime t) { return t.time_since_epoch().count(); }
+WallTime FromNs(int64_t ns) { return WallTime(Duration(ns)); }
+
+std::optional<WallTime> OptTime(const Statement& st, int col) {
+  if (st.ColumnIsNull(col)) return std::nullopt;
+  return FromNs(st.ColumnInt64(col));
+}
+
+void BindOptTime(Statement& st, int idx, std::optional<WallTime> t) {
+  if (t.has_value()) {
+    st.Bind(idx, Ns(*t));
+  } else {
+    st.BindNull(idx);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Encodings of the TEXT columns that hold lists (label sets: label_text.h).
 
 // Headers as on the wire: "Name: value" lines.
 std::string EncodeHeaders(const Labels& headers) {
@@ -404,31 +405,7 @@ absl::StatusOr<std::unique_ptr<EventStore>> EventStore::Open(const std::string& 
   return store;
 }
 
-absl::Status EventStore::Migrate() {
-  // The write lock first, then the version: two processes opening a new file at once migrate it
-  // once.
-  TG_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(db_, Transaction::Mode::kImmediate));
-  TG_ASSIGN_OR_RETURN(Statement st, db_.Prepare("PRAGMA user_version"));
-  TG_ASSIGN_OR_RETURN(bool row, st.Step());
-  const int version = row ? static_cast<int>(st.ColumnInt64(0)) : 0;
-  const int known = SchemaVersion();
-  if (version > known) {
-    return absl::FailedPreconditionError(
-        Cat(path_, ": schema version ", version, " was created by a newer tailguard; this one ",
-            "knows versions up to ", known, ". Upgrade tailguard or use another file."));
-  }
-  if (version < 0) {
-    return absl::DataLossError(Cat(path_, ": invalid schema version ", version));
-  }
-  for (int v = version; v < known; ++v) {
-    absl::Status s = db_.Exec(Migrations()[v]);
-    if (!s.ok()) {
-      return absl::Status(s.code(), Cat("migrating to schema version ", v + 1, ": ", s.message()));
-    }
-  }
-  if (version != known) TG_RETURN_IF_ERROR(db_.Exec(Cat("PRAGMA user_version = ", known)));
-  return tx.Commit();
-}
+absl::Status EventStore::Migrate() { return store::Migrate(db_); }
 
 // ---------------------------------------------------------------------------------------------
 // Alerts

@@ -4,6 +4,8 @@
 
 #include <array>
 
+#include "common/strings.h"
+
 namespace tailguard::store {
 namespace {
 
@@ -153,12 +155,79 @@ CREATE TABLE engine_state (
 );
 )sql";
 
-constexpr std::array<std::string_view, 2> kMigrations = {kV1, kV2};
+// Version 3: per-minute history of every series, so that the dashboard compares with last week
+// after a restart and `tailguard import` can load past data. Latencies are REAL seconds.
+constexpr std::string_view kV3 = R"sql(
+-- Every series the history holds: its id as the API shows it and its identity.
+CREATE TABLE series (
+  seq           INTEGER PRIMARY KEY,     -- compact reference for series_minutes
+  id            TEXT    NOT NULL UNIQUE, -- 16 hex digits: FNV-1a 64 of the key
+  key           TEXT    NOT NULL UNIQUE, -- canonical key: metric{a="x",b="y"}, labels sorted
+  metric        TEXT    NOT NULL,
+  labels        TEXT    NOT NULL,        -- {a="x",b="y"}
+  first_at      INTEGER NOT NULL,        -- the oldest minute written
+  last_at       INTEGER NOT NULL         -- the newest minute written
+);
+
+-- One row per series and minute: the minute's statistics, the detector's view at the tick that
+-- closed it, and its latency heatmap row.
+CREATE TABLE series_minutes (
+  series_seq     INTEGER NOT NULL REFERENCES series (seq),
+  time           INTEGER NOT NULL,  -- end of the minute
+  count          INTEGER NOT NULL,
+  p50            REAL,
+  p90            REAL,
+  p99            REAL,
+  p999           REAL,
+  mean           REAL,
+  max            REAL,
+  anomaly_score  REAL,
+  baseline_p99   REAL,
+  forecast       REAL,              -- Holt-Winters' one-step forecast of P99
+  forecast_lower REAL,              -- and its prediction band
+  forecast_upper REAL,
+  heatmap        BLOB,              -- EncodeHeatmapRow() (metrics/heatmap.h); NULL when unknown
+  PRIMARY KEY (series_seq, time)
+) WITHOUT ROWID;
+)sql";
+
+constexpr std::array<std::string_view, 3> kMigrations = {kV1, kV2, kV3};
 
 }  // namespace
 
 std::span<const std::string_view> Migrations() { return kMigrations; }
 
 int SchemaVersion() { return static_cast<int>(kMigrations.size()); }
+
+absl::Status Migrate(Database& db) {
+  // The write lock first, then the version: two processes opening a new file at once migrate it
+  // once.
+  absl::StatusOr<Transaction> tx = Transaction::Begin(db, Transaction::Mode::kImmediate);
+  if (!tx.ok()) return tx.status();
+  absl::StatusOr<Statement> st = db.Prepare("PRAGMA user_version");
+  if (!st.ok()) return st.status();
+  absl::StatusOr<bool> row = st->Step();
+  if (!row.ok()) return row.status();
+  const int version = *row ? static_cast<int>(st->ColumnInt64(0)) : 0;
+  st->Reset();
+  const int known = SchemaVersion();
+  if (version > known) {
+    return absl::FailedPreconditionError(
+        Cat(db.path(), ": schema version ", version, " was created by a newer tailguard; this one ",
+            "knows versions up to ", known, ". Upgrade tailguard or use another file."));
+  }
+  if (version < 0) return absl::DataLossError(Cat(db.path(), ": invalid schema version ", version));
+  for (int v = version; v < known; ++v) {
+    absl::Status s = db.Exec(Migrations()[static_cast<size_t>(v)]);
+    if (!s.ok()) {
+      return absl::Status(s.code(), Cat("migrating to schema version ", v + 1, ": ", s.message()));
+    }
+  }
+  if (version != known) {
+    absl::Status s = db.Exec(Cat("PRAGMA user_version = ", known));
+    if (!s.ok()) return s;
+  }
+  return tx->Commit();
+}
 
 }  // namespace tailguard::store

@@ -5,6 +5,9 @@
 #include <span>
 #include <string_view>
 
+#include "absl/status/status.h"
+#include "store/sqlite.h"
+
 namespace tailguard::store {
 
 // Migration i (0-based) takes a database from schema version i to i + 1; the version is kept in
@@ -14,6 +17,11 @@ std::span<const std::string_view> Migrations();
 
 // The schema version this binary writes: Migrations().size().
 int SchemaVersion();
+
+// Brings `db` to SchemaVersion() in one transaction taken with the write lock (so two processes
+// opening a new file migrate it once). FailedPrecondition, file untouched, when the file was
+// created by a newer tailguard; otherwise the failing step's SQLite error.
+absl::Status Migrate(Database& db);
 
 }  // namespace tailguard::store
 

@@ -664,6 +664,30 @@ TEST(GatewayConfigTest, StoreDeliveryAndExternalUrl) {
               StartsWith("gateway.yaml:2: store.pth: unknown field; did you mean \"path\"?"));
 }
 
+TEST(GatewayConfigTest, StoreHistoryRetention) {
+  absl::StatusOr<GatewayConfig> c = ParseGatewayConfig(Minimal());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->store.history_retention, std::chrono::hours(24 * 35));
+  c = ParseGatewayConfig(Minimal("store: {path: h.db, history_retention: 8d}\n"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->store.history_retention, std::chrono::hours(24 * 8));
+  c = ParseGatewayConfig(Minimal("store: {history_retention: 1h}\n"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->store.history_retention, std::chrono::hours(1));
+
+  EXPECT_EQ(ErrorOf(Minimal("store:\n  path: h.db\n  history_retention: 30m\n")),
+            "gateway.yaml:3: store.history_retention: must be from 1h to 3650d (the per-minute "
+            "history is pruned past it; 35d keeps last week and last month to compare with), "
+            "got \"30m\"");
+  EXPECT_THAT(ErrorOf(Minimal("store:\n  history_retention: 3651d\n")),
+              StartsWith("gateway.yaml:2: store.history_retention: must be from 1h to 3650d"));
+  EXPECT_THAT(ErrorOf(Minimal("store:\n  history_retention: forever\n")),
+              StartsWith("gateway.yaml:2: store.history_retention: expected a duration like"));
+  EXPECT_THAT(ErrorOf(Minimal("store:\n  history_retension: 8d\n")),
+              StartsWith("gateway.yaml:2: store.history_retension: unknown field; did you mean "
+                         "\"history_retention\"?"));
+}
+
 TEST(GatewayConfigTest, LoadResolvesFilesAgainstTheConfigDirectory) {
   WriteFile("load/conf/rules.yaml", "rules: []\n");
   WriteFile("load/conf/secrets/api.token", "tok-123\r\n\n");

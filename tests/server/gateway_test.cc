@@ -13,7 +13,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <future>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,8 +25,10 @@
 #include "gtest/gtest.h"
 #include "integration/test_upstream_process.h"
 #include "nlohmann/json.hpp"
+#include "server/dashboard.h"
 #include "server/gateway_config.h"
 #include "server/protocol.h"
+#include "store/event_store.h"
 #include "store/feature_store.h"
 
 extern char** environ;
@@ -149,6 +153,7 @@ class GatewayTest : public ::testing::Test {
     options.log = nullptr;
     options.run_loop = false;
     options.feature_store = features_;
+    options.dashboard = dashboard_;
     AlertRule rule;
     rule.name = "p99_vs_baseline";
     options.rules.rules.push_back(rule);
@@ -189,6 +194,7 @@ class GatewayTest : public ::testing::Test {
 
   static Upstream* upstream_;
   store::FeatureStore* features_ = nullptr;
+  std::span<const DashboardAsset> dashboard_;
   std::unique_ptr<Gateway> gateway_;
   int port_ = 0;
 };
@@ -409,6 +415,20 @@ TEST_F(GatewayTest, ApiServesSeriesHistoryAlertsEventsSamples) {
   uint64_t count = 0;
   for (const json& p : points) count += p["count"].get<uint64_t>();
   EXPECT_EQ(count, 5u);
+  EXPECT_TRUE(points.back().contains("forecast_upper")) << r.body;
+  r = Fetch(port_, "/api/v1/series/" + id + "/heatmap?from=-1m&step=10s");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json heatmap = json::parse(r.body);
+  EXPECT_EQ(heatmap["times"].size(), 6u);
+  ASSERT_FALSE(heatmap["cells"].empty()) << r.body;
+  uint64_t cells = 0;
+  for (const json& c : heatmap["cells"]) {
+    EXPECT_LT(c[1].get<size_t>() + 1, heatmap["bounds"].size());
+    cells += c[2].get<uint64_t>();
+  }
+  EXPECT_EQ(cells, 5u);
+  EXPECT_EQ(Fetch(port_, "/api/v1/series/0000/heatmap").status, 404);
+  EXPECT_EQ(Fetch(port_, "/api/v1/series/" + id + "/heatmap?from=banana").status, 400);
   EXPECT_EQ(Fetch(port_, "/api/v1/series/0000/history").status, 404);
   EXPECT_EQ(Fetch(port_, "/api/v1/series/" + id + "/history?step=banana").status, 400);
   EXPECT_EQ(Fetch(port_, "/api/v1/alerts").status, 200);
@@ -425,6 +445,195 @@ TEST_F(GatewayTest, ApiServesSeriesHistoryAlertsEventsSamples) {
   EXPECT_EQ(Fetch(port_, "/api/v1/nope").status, 404);
   const std::string empty;
   EXPECT_EQ(Fetch(port_, "/api/v1/series", {}, &empty, "DELETE").status, 405);
+}
+
+TEST_F(GatewayTest, ApiSortsSeriesWorstFirstAndFiltersEventsAndSamplesBySeries) {
+  Start(
+      "  - name: a\n    prefix: /a\n    upstream: 127.0.0.1:$UP\n"
+      "  - name: b\n    prefix: /b\n    upstream: 127.0.0.1:$UP\n");
+  for (int i = 0; i < 3; ++i) Fetch(port_, "/a");
+  // /b is slower: it is the worst series by P99.
+  Fetch(port_, "/b", {"X-Test-Delay-Ms: 30"});
+  Tick();
+  Reply r = Fetch(port_, "/api/v1/series?sort=worst");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json series = json::parse(r.body)["series"];
+  ASSERT_GE(series.size(), 2u);
+  // Worst first: alert state, then anomaly score, then P99.
+  auto rank = [](const json& s) {
+    const std::string state = s["alert_state"];
+    return std::make_tuple(state == "alert"       ? 2
+                           : state == "pre_alert" ? 1
+                                                  : 0,
+                           s["anomaly_score"].is_number() ? s["anomaly_score"].get<double>() : -1,
+                           s["p99"].is_number() ? s["p99"].get<double>() : -1);
+  };
+  for (size_t i = 1; i < series.size(); ++i) {
+    EXPECT_GE(rank(series[i - 1]), rank(series[i])) << r.body;
+  }
+  std::string a_total;
+  for (const json& s : series) {
+    if (s["labels"]["route"] == "a" && s["labels"]["stage"] == "total") a_total = s["id"];
+  }
+  ASSERT_FALSE(a_total.empty());
+  r = Fetch(port_, "/api/v1/series?sort=loudest");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_THAT(r.body, HasSubstr("worst"));
+
+  // Samples of one series: only route a's requests.
+  r = Fetch(port_, "/api/v1/samples?series=" + a_total);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json samples = json::parse(r.body)["samples"];
+  EXPECT_EQ(samples.size(), 3u);
+  for (const json& s : samples) EXPECT_EQ(s["route"], "a");
+  EXPECT_EQ(Fetch(port_, "/api/v1/samples?series=0123456789abcdef").status, 404);
+
+  // Events filtered by series and time: none for this quiet series, and a bad time is a 400.
+  r = Fetch(port_, "/api/v1/events?series=" + a_total + "&since=-1h");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(json::parse(r.body)["events"].empty());
+  EXPECT_EQ(Fetch(port_, "/api/v1/events?since=yesterday-ish").status, 400);
+
+  r = Fetch(port_, "/api/v1/info");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json info = json::parse(r.body);
+  EXPECT_EQ(info["token_required"], false);
+  EXPECT_EQ(info["store"], false);
+  EXPECT_EQ(info["tick_seconds"], 1.0);
+  EXPECT_TRUE(info.contains("started_at"));
+}
+
+// An episode in the store for the alert endpoints to act on.
+int64_t StoreEpisode(const std::string& path) {
+  absl::StatusOr<std::unique_ptr<store::EventStore>> s = store::EventStore::Open(path);
+  EXPECT_TRUE(s.ok()) << s.status();
+  AlertEvent e;
+  e.time = WallTime(std::chrono::seconds(1'790'000'000));
+  e.kind = AlertEventKind::kPreAlert;
+  e.to_state = AlertState::kPreAlert;
+  e.to_tier = 0;
+  e.rule = "p99_vs_baseline";
+  e.metric = kRequestDurationMetric;
+  e.labels = {{"model", "risk"}, {"route", "plain"}, {"stage", "total"}, {"version", "1"}};
+  e.series = std::string(kRequestDurationMetric) +
+             R"({model="risk",route="plain",stage="total",version="1"})";
+  e.severity = "warning";
+  e.value = 0.4;
+  e.threshold = 0.3;
+  e.baseline_p99 = 0.2;
+  EXPECT_TRUE((*s)->RecordEvent(e).ok());
+  absl::StatusOr<std::vector<store::AlertRow>> rows = (*s)->ListAlerts({});
+  EXPECT_TRUE(rows.ok() && rows->size() == 1);
+  return rows.ok() && !rows->empty() ? (*rows)[0].id : 0;
+}
+
+TEST_F(GatewayTest, AcknowledgeAndSilencesNeedTheTokenAndLandInTheStore) {
+  char dir[] = "/tmp/tg_gateway_ack_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string db = std::string(dir) + "/tailguard.db";
+  Start(kPlainRoute, "api_token: s3cret\nstore: {path: \"" + db + "\"}\n");
+  const int64_t id = StoreEpisode(db);
+  ASSERT_GT(id, 0);
+  const std::string ack = "/api/v1/alerts/" + std::to_string(id) + "/ack";
+  const std::string body = R"({"by": "alice", "comment": "on it"})";
+  const std::vector<std::string> token = {"Authorization: Bearer s3cret"};
+
+  Reply r = Post(port_, ack, body);
+  EXPECT_EQ(r.status, 401);
+  EXPECT_THAT(r.body, HasSubstr("API token"));
+  r = Post(port_, ack, body, {"Authorization: Bearer wrong"});
+  EXPECT_EQ(r.status, 401);
+  EXPECT_THAT(r.body, HasSubstr("does not match"));
+  EXPECT_EQ(Post(port_, ack, "not json", token).status, 400);
+  EXPECT_EQ(Post(port_, ack, R"({"comment": "who?"})", token).status, 400);
+  EXPECT_EQ(Post(port_, "/api/v1/alerts/999999/ack", body, token).status, 404);
+  EXPECT_EQ(Post(port_, "/api/v1/alerts/x/ack", body, token).status, 400);
+  EXPECT_EQ(Fetch(port_, ack).status, 405);
+  r = Post(port_, ack, body, token);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["alert"]["acked_by"], "alice");
+  EXPECT_EQ(Post(port_, ack, body, token).status, 409);
+
+  // Read-only views need no token; the episode shows acknowledged.
+  r = Fetch(port_, "/api/v1/alerts");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json episodes = json::parse(r.body)["episodes"];
+  ASSERT_EQ(episodes.size(), 1u) << r.body;
+  EXPECT_EQ(episodes[0]["id"], id);
+  EXPECT_EQ(episodes[0]["acked_by"], "alice");
+  EXPECT_EQ(episodes[0]["ack_comment"], "on it");
+  EXPECT_EQ(episodes[0]["labels"]["model"], "risk");
+
+  // Silences: add, list, expire.
+  const std::string silence =
+      R"({"matchers": "{model=\"risk\"}", "duration": "2h", "created_by": "alice", )"
+      R"("comment": "deploy"})";
+  EXPECT_EQ(Post(port_, "/api/v1/silences", silence).status, 401);
+  r = Post(port_, "/api/v1/silences",
+           R"({"matchers": "{model=", "duration": "2h", "created_by": "a", "comment": "c"})",
+           token);
+  EXPECT_EQ(r.status, 400) << r.body;
+  r = Post(port_, "/api/v1/silences",
+           R"({"matchers": "{model=\"risk\"}", "duration": "2h", "ends_at": "now", )"
+           R"("created_by": "a", "comment": "c"})",
+           token);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_THAT(r.body, HasSubstr("not both"));
+  r = Post(port_, "/api/v1/silences", silence, token);
+  ASSERT_EQ(r.status, 201) << r.body;
+  const int64_t sid = json::parse(r.body)["silence"]["id"];
+  r = Fetch(port_, "/api/v1/silences");
+  ASSERT_EQ(r.status, 200);
+  json list = json::parse(r.body)["silences"];
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0]["matchers"], R"({model="risk"})");
+  EXPECT_EQ(list[0]["active"], true);
+  const std::string del = "/api/v1/silences/" + std::to_string(sid);
+  EXPECT_EQ(Fetch(port_, del, {}, nullptr, "DELETE").status, 401);
+  EXPECT_EQ(Fetch(port_, del, token, nullptr, "DELETE").status, 200);
+  EXPECT_EQ(Fetch(port_, del, token, nullptr, "DELETE").status, 409);
+  EXPECT_EQ(Fetch(port_, "/api/v1/silences/77", token, nullptr, "DELETE").status, 404);
+  EXPECT_TRUE(json::parse(Fetch(port_, "/api/v1/silences").body)["silences"].empty());
+  EXPECT_EQ(json::parse(Fetch(port_, "/api/v1/silences?expired=true").body)["silences"].size(), 1u);
+
+  r = Fetch(port_, "/api/v1/info");
+  EXPECT_EQ(json::parse(r.body)["token_required"], true);
+  EXPECT_EQ(json::parse(r.body)["store"], true);
+  gateway_.reset();
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(GatewayTest, ServesTheEmbeddedDashboardWithGzipAndRevalidation) {
+  static const DashboardAsset kAssets[] = {
+      {"/", "text/html; charset=utf-8", "<html>tailguard</html>", "GZIPPED-HTML", "\"abc\""},
+      {"/assets/app.js", "text/javascript; charset=utf-8", "console.log(1)", "", "\"def\""},
+  };
+  dashboard_ = kAssets;
+  Start(kPlainRoute);
+  Reply r = Fetch(port_, "/");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "<html>tailguard</html>");
+  EXPECT_THAT(r.headers, HasSubstr("text/html"));
+  EXPECT_THAT(r.headers, HasSubstr("ETag: \"abc\""));
+  r = Fetch(port_, "/", {"Accept-Encoding: gzip, br"});
+  EXPECT_EQ(r.body, "GZIPPED-HTML");
+  EXPECT_THAT(r.headers, HasSubstr("Content-Encoding: gzip"));
+  // Without a compressed copy the plain bytes go out whatever the client accepts.
+  r = Fetch(port_, "/assets/app.js", {"Accept-Encoding: gzip"});
+  EXPECT_EQ(r.body, "console.log(1)");
+  EXPECT_THAT(r.headers, Not(HasSubstr("Content-Encoding")));
+  r = Fetch(port_, "/", {"If-None-Match: \"abc\""});
+  EXPECT_EQ(r.status, 304);
+  EXPECT_TRUE(r.body.empty());
+  r = Fetch(port_, "/assets/missing.js");
+  EXPECT_EQ(r.status, 404);
+  EXPECT_THAT(r.body, HasSubstr("missing.js"));
+  const std::string empty;
+  EXPECT_EQ(Fetch(port_, "/", {}, &empty).status, 405);
+  // Every other path still goes to the routes.
+  r = Fetch(port_, "/predict");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_THAT(r.body, Not(HasSubstr("tailguard</html>")));
 }
 
 TEST_F(GatewayTest, ExportsSampledAndFailedRequestsAsOtlpSpans) {

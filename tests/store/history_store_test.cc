@@ -1,0 +1,262 @@
+// The history store: minutes written and read back by range, series listing, heatmap rows,
+// replacement, pruning, reopening, the migration from schema version 2, and sharing the file
+// with the event store.
+#include "store/history_store.h"
+
+#include <cmath>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "store/schema.h"
+#include "store/sqlite.h"
+#include "store_test_util.h"
+
+namespace tailguard::store_test {
+namespace {
+
+using store::HistoryStore;
+using store::MinuteRow;
+using store::SeriesMinutes;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+#define ASSERT_OK(expr)                              \
+  do {                                               \
+    const absl::Status status_ = (expr);             \
+    ASSERT_TRUE(status_.ok()) << status_.ToString(); \
+  } while (0)
+
+MinuteRow Minute(WallTime t, double p99, HeatmapRow heatmap = {}) {
+  MinuteRow r;
+  r.time = t;
+  r.count = 100;
+  r.p50 = p99 / 2;
+  r.p99 = p99;
+  r.mean = p99 / 3;
+  r.max = p99 * 2;
+  r.anomaly_score = 0.1;
+  r.baseline_p99 = 0.1;
+  r.forecast = 0.11;
+  r.forecast_lower = 0.09;
+  r.forecast_upper = 0.13;
+  if (!heatmap.empty()) r.heatmap = EncodeHeatmapRow(heatmap);
+  return r;
+}
+
+SeriesMinutes Series(const std::string& model, std::vector<MinuteRow> minutes) {
+  return {SeriesKey(model), std::string(kMetric), SeriesLabels(model), std::move(minutes)};
+}
+
+std::vector<WallTime> Times(const std::vector<MinuteRow>& rows) {
+  std::vector<WallTime> out;
+  for (const MinuteRow& r : rows) out.push_back(r.time);
+  return out;
+}
+
+class HistoryStoreTest : public StoreTest {
+ protected:
+  std::unique_ptr<HistoryStore> Open() {
+    absl::StatusOr<std::unique_ptr<HistoryStore>> s = HistoryStore::Open(Path());
+    EXPECT_TRUE(s.ok()) << s.status();
+    return s.ok() ? *std::move(s) : nullptr;
+  }
+};
+
+TEST_F(HistoryStoreTest, WritesAndReadsMinutesByRange) {
+  std::unique_ptr<HistoryStore> h = Open();
+  ASSERT_NE(h, nullptr);
+  const WallTime t = T0();
+  const std::vector<SeriesMinutes> batch = {
+      Series("rank",
+             {Minute(t + minutes(1), 0.12, {{40, 60}, {44, 40}}), Minute(t + minutes(2), 0.2)}),
+      Series("risk", {Minute(t + minutes(1), 0.05)})};
+  ASSERT_OK(h->WriteMinutes(batch));
+  const std::string rank = store::HistorySeriesId(SeriesKey("rank"));
+  EXPECT_EQ(rank.size(), 16u);
+
+  absl::StatusOr<std::vector<MinuteRow>> rows = h->ReadPoints(rank, t, t + minutes(2));
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(rows->size(), 2u);
+  const MinuteRow& m = (*rows)[0];
+  EXPECT_EQ(m.time, t + minutes(1));
+  EXPECT_EQ(m.count, 100u);
+  EXPECT_DOUBLE_EQ(m.p99, 0.12);
+  EXPECT_DOUBLE_EQ(m.p50, 0.06);
+  EXPECT_TRUE(std::isnan(m.p90));  // missing stays missing
+  EXPECT_DOUBLE_EQ(m.max, 0.24);
+  EXPECT_DOUBLE_EQ(m.forecast, 0.11);
+  EXPECT_DOUBLE_EQ(m.forecast_lower, 0.09);
+  EXPECT_DOUBLE_EQ(m.forecast_upper, 0.13);
+  EXPECT_TRUE(m.heatmap.empty());  // points come without heatmaps
+
+  // (from, to]: the minute ending at `from` is not in the range.
+  rows = h->ReadPoints(rank, t + minutes(1), t + minutes(5));
+  ASSERT_TRUE(rows.ok());
+  EXPECT_THAT(Times(*rows), ElementsAre(t + minutes(2)));
+  rows = h->ReadPoints("0000000000000000", t, t + hours(1));
+  ASSERT_TRUE(rows.ok());
+  EXPECT_TRUE(rows->empty());
+
+  absl::StatusOr<std::vector<store::StoredHeatmapRow>> hm =
+      h->ReadHeatmapRows(rank, t, t + hours(1));
+  ASSERT_TRUE(hm.ok()) << hm.status();
+  ASSERT_EQ(hm->size(), 1u);  // the second minute has none
+  EXPECT_EQ((*hm)[0].time, t + minutes(1));
+  EXPECT_THAT((*hm)[0].row, ElementsAre(HeatmapCount{40, 60}, HeatmapCount{44, 40}));
+
+  absl::StatusOr<std::vector<store::StoredSeriesInfo>> all = h->ListSeries();
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].id, rank);
+  EXPECT_EQ((*all)[0].key, SeriesKey("rank"));
+  EXPECT_EQ((*all)[0].metric, kMetric);
+  EXPECT_EQ((*all)[0].labels, SeriesLabels("rank"));
+  EXPECT_EQ((*all)[0].first, t + minutes(1));
+  EXPECT_EQ((*all)[0].last, t + minutes(2));
+  EXPECT_EQ((*all)[1].key, SeriesKey("risk"));
+
+  absl::StatusOr<std::optional<store::StoredSeriesInfo>> one = h->FindSeries(rank);
+  ASSERT_TRUE(one.ok());
+  ASSERT_TRUE(one->has_value());
+  EXPECT_EQ((*one)->key, SeriesKey("rank"));
+  one = h->FindSeries("ffffffffffffffff");
+  ASSERT_TRUE(one.ok());
+  EXPECT_FALSE(one->has_value());
+}
+
+TEST_F(HistoryStoreTest, ImportReplacesMinutesAndCounts) {
+  std::unique_ptr<HistoryStore> h = Open();
+  const WallTime t = T0();
+  absl::StatusOr<store::ImportSummary> s = h->ImportPoints(
+      std::vector{Series("rank", {Minute(t + minutes(1), 0.1), Minute(t + minutes(2), 0.1)})});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->series, 1);
+  EXPECT_EQ(s->points, 2);
+  EXPECT_EQ(s->replaced, 0);
+  s = h->ImportPoints(
+      std::vector{Series("rank", {Minute(t + minutes(2), 0.3), Minute(t + minutes(3), 0.1)})});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->replaced, 1);
+  absl::StatusOr<std::vector<MinuteRow>> rows =
+      h->ReadPoints(store::HistorySeriesId(SeriesKey("rank")), t, t + hours(1));
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 3u);
+  EXPECT_DOUBLE_EQ((*rows)[1].p99, 0.3);
+}
+
+TEST_F(HistoryStoreTest, BadBatchWritesNothing) {
+  std::unique_ptr<HistoryStore> h = Open();
+  const WallTime t = T0();
+  MinuteRow corrupt = Minute(t + minutes(2), 0.1);
+  corrupt.heatmap = "\x07garbage";
+  absl::Status s = h->WriteMinutes(
+      std::vector{Series("rank", {Minute(t + minutes(1), 0.1)}), Series("risk", {corrupt})});
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("unknown version 7"));
+  s = h->WriteMinutes(std::vector{SeriesMinutes{"", "m", {}, {Minute(t, 0.1)}}});
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  absl::StatusOr<std::vector<store::StoredSeriesInfo>> all = h->ListSeries();
+  ASSERT_TRUE(all.ok());
+  EXPECT_TRUE(all->empty());
+}
+
+TEST_F(HistoryStoreTest, PruneDeletesOldMinutesAndEmptySeries) {
+  std::unique_ptr<HistoryStore> h = Open();
+  const WallTime t = T0();
+  ASSERT_OK(h->WriteMinutes(
+      std::vector{Series("rank", {Minute(t + minutes(1), 0.1), Minute(t + hours(2), 0.1)}),
+                  Series("old", {Minute(t + minutes(1), 0.1)})}));
+  absl::StatusOr<int64_t> pruned = h->Prune(t + hours(1));
+  ASSERT_TRUE(pruned.ok()) << pruned.status();
+  EXPECT_EQ(*pruned, 2);
+  absl::StatusOr<std::vector<store::StoredSeriesInfo>> all = h->ListSeries();
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 1u);
+  EXPECT_EQ((*all)[0].key, SeriesKey("rank"));
+  EXPECT_EQ((*all)[0].first, t + hours(2));
+  pruned = h->Prune(t + hours(1));
+  ASSERT_TRUE(pruned.ok());
+  EXPECT_EQ(*pruned, 0);
+}
+
+TEST_F(HistoryStoreTest, ReopenKeepsHistoryAndSharesTheFileWithTheEventStore) {
+  const WallTime t = T0();
+  {
+    std::unique_ptr<store::EventStore> events = OpenStore();
+    ASSERT_NE(events, nullptr);
+    std::unique_ptr<HistoryStore> h = Open();
+    ASSERT_OK(h->WriteMinutes(std::vector{Series("rank", {Minute(t + minutes(1), 0.1)})}));
+    ASSERT_OK(events->RecordEvent(Event(AlertEventKind::kPreAlert, t, -1, 0)));
+  }
+  std::unique_ptr<HistoryStore> h = Open();
+  absl::StatusOr<std::vector<MinuteRow>> rows =
+      h->ReadPoints(store::HistorySeriesId(SeriesKey("rank")), t, t + hours(1));
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(rows->size(), 1u);
+  std::unique_ptr<store::EventStore> events = OpenStore();
+  absl::StatusOr<std::vector<store::AlertRow>> alerts = events->ListAlerts({});
+  ASSERT_TRUE(alerts.ok());
+  EXPECT_EQ(alerts->size(), 1u);
+}
+
+TEST_F(HistoryStoreTest, MigratesAVersionTwoStore) {
+  ASSERT_EQ(store::SchemaVersion(), 3);
+  {
+    // A file as tailguard with schema version 2 left it, with an alert in it.
+    absl::StatusOr<store::Database> db = store::Database::Open(Path());
+    ASSERT_TRUE(db.ok());
+    ASSERT_OK(db->Exec(store::Migrations()[0]));
+    ASSERT_OK(db->Exec(store::Migrations()[1]));
+    ASSERT_OK(db->Exec("PRAGMA user_version = 2"));
+    ASSERT_OK(
+        db->Exec("INSERT INTO alerts (rule, series, metric, labels, stat, state, tier, severity, "
+                 "started_at, updated_at) VALUES ('r', 's', 'm', '{}', 'p99', 'alert', 0, "
+                 "'warning', 1, 1)"));
+  }
+  std::unique_ptr<HistoryStore> h = Open();
+  ASSERT_NE(h, nullptr);
+  ASSERT_OK(h->WriteMinutes(std::vector{Series("rank", {Minute(T0(), 0.1)})}));
+  absl::StatusOr<store::Database> db = store::Database::Open(Path());
+  ASSERT_TRUE(db.ok());
+  absl::StatusOr<store::Statement> st = db->Prepare(
+      "SELECT (SELECT user_version FROM pragma_user_version), (SELECT COUNT(*) FROM alerts)");
+  ASSERT_TRUE(st.ok()) << st.status();
+  absl::StatusOr<bool> row = st->Step();
+  ASSERT_TRUE(row.ok() && *row);
+  EXPECT_EQ(st->ColumnInt64(0), 3);
+  EXPECT_EQ(st->ColumnInt64(1), 1);  // the old data survived
+}
+
+TEST_F(HistoryStoreTest, RefusesMemoryAndNewerFiles) {
+  absl::StatusOr<std::unique_ptr<HistoryStore>> h = HistoryStore::Open(":memory:");
+  EXPECT_TRUE(absl::IsInvalidArgument(h.status())) << h.status();
+  {
+    absl::StatusOr<store::Database> db = store::Database::Open(Path());
+    ASSERT_TRUE(db.ok());
+    ASSERT_OK(db->Exec(Cat("PRAGMA user_version = ", store::SchemaVersion() + 1)));
+  }
+  h = HistoryStore::Open(Path());
+  EXPECT_TRUE(absl::IsFailedPrecondition(h.status())) << h.status();
+  EXPECT_THAT(std::string(h.status().message()), HasSubstr("newer tailguard"));
+}
+
+TEST_F(HistoryStoreTest, ReadsDoNotWaitForAnOpenWriteTransaction) {
+  std::unique_ptr<HistoryStore> h = Open();
+  const WallTime t = T0();
+  ASSERT_OK(h->WriteMinutes(std::vector{Series("rank", {Minute(t + minutes(1), 0.1)})}));
+  // Another connection holds the write lock (as the analysis thread does mid-write).
+  absl::StatusOr<store::Database> other = store::Database::Open(Path());
+  ASSERT_TRUE(other.ok());
+  absl::StatusOr<store::Transaction> tx = store::Transaction::Begin(*other);
+  ASSERT_TRUE(tx.ok()) << tx.status();
+  ASSERT_OK(other->Exec("DELETE FROM series_minutes"));
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<std::vector<MinuteRow>> rows =
+      h->ReadPoints(store::HistorySeriesId(SeriesKey("rank")), t, t + hours(1));
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ(rows->size(), 1u);  // the committed state
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+}
+
+}  // namespace
+}  // namespace tailguard::store_test

@@ -1,0 +1,113 @@
+// Formatting of latencies, rates, ratios and times for people.
+
+// A latency in seconds as "840 µs", "12.3 ms", "1.25 s"; "–" when missing.
+export function ms(seconds) {
+  if (seconds === null || seconds === undefined || !Number.isFinite(seconds)) return '–';
+  const m = seconds * 1000;
+  if (m === 0) return '0 ms';
+  if (m < 1) return `${(m * 1000).toPrecision(3).replace(/\.?0+$/, '')} µs`;
+  if (m < 1000) return `${m < 10 ? m.toFixed(2) : m < 100 ? m.toFixed(1) : m.toFixed(0)} ms`;
+  return `${(m / 1000).toFixed(m < 10000 ? 2 : 1)} s`;
+}
+
+// An axis label for a latency in milliseconds: "1 ms", "10 ms", "0.1 ms", "1 s".
+export function msAxis(milliseconds) {
+  if (!Number.isFinite(milliseconds)) return '';
+  if (milliseconds === 0) return '0';
+  if (milliseconds >= 1000) return `${trim(milliseconds / 1000)} s`;
+  if (milliseconds < 1) return `${trim(milliseconds * 1000)} µs`;
+  return `${trim(milliseconds)} ms`;
+}
+
+function trim(v) {
+  return String(Number(v.toPrecision(3)));
+}
+
+export function rate(perSecond) {
+  if (perSecond === null || perSecond === undefined || !Number.isFinite(perSecond)) return '–';
+  if (perSecond >= 100) return perSecond.toFixed(0);
+  if (perSecond >= 10) return perSecond.toFixed(1);
+  return perSecond.toFixed(2);
+}
+
+export function percent(ratio) {
+  if (ratio === null || ratio === undefined || !Number.isFinite(ratio)) return '–';
+  const p = ratio * 100;
+  if (p === 0) return '0 %';
+  if (p < 0.1) return '<0.1 %';
+  return `${p < 10 ? p.toFixed(1) : p.toFixed(0)} %`;
+}
+
+export function score(s) {
+  if (s === null || s === undefined || !Number.isFinite(s)) return '–';
+  return s.toFixed(2);
+}
+
+const timeFmt = new Intl.DateTimeFormat(undefined, {
+  hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false,
+});
+const dateTimeFmt = new Intl.DateTimeFormat(undefined, {
+  month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit',
+  hour12: false,
+});
+
+function toDate(t) {
+  if (t instanceof Date) return t;
+  if (typeof t === 'number') return new Date(t);
+  return new Date(t);
+}
+
+// Local time: "14:03:07" today, "Nov 29, 14:03:07" otherwise.
+export function localTime(t) {
+  if (t === null || t === undefined) return '–';
+  const d = toDate(t);
+  if (Number.isNaN(d.getTime())) return String(t);
+  const now = new Date();
+  const sameDay = d.toDateString() === now.toDateString();
+  return sameDay ? timeFmt.format(d) : dateTimeFmt.format(d);
+}
+
+// The UTC form shown on hover.
+export function utc(t) {
+  if (t === null || t === undefined) return '';
+  const d = toDate(t);
+  if (Number.isNaN(d.getTime())) return '';
+  return `${d.toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z').replace('Z', ' UTC')}`;
+}
+
+// "3m 12s ago", "2h 5m", "4d 3h".
+export function age(from, to = Date.now()) {
+  const s = Math.max(0, Math.round((toDate(to) - toDate(from)) / 1000));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
+  return `${Math.floor(s / 86400)}d ${Math.floor((s % 86400) / 3600)}h`;
+}
+
+// Labels of a series as "model=risk route=fraud stage=total", in a stable order.
+const labelOrder = ['model', 'version', 'route', 'stage'];
+export function labelPairs(labels) {
+  const keys = Object.keys(labels || {}).sort((a, b) => {
+    const ia = labelOrder.indexOf(a), ib = labelOrder.indexOf(b);
+    return (ia < 0 ? 99 : ia) - (ib < 0 ? 99 : ib) || a.localeCompare(b);
+  });
+  return keys.map((k) => [k, labels[k]]);
+}
+
+// Parses `metric{a="b",c="d"}` into {metric, labels}.
+export function parseKey(key) {
+  const m = /^([^{]*)\{(.*)\}$/.exec(key || '');
+  if (!m) return { metric: key || '', labels: {} };
+  const labels = {};
+  const re = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
+  let x;
+  while ((x = re.exec(m[2])) !== null) labels[x[1]] = x[2].replace(/\\(.)/g, '$1');
+  return { metric: m[1], labels };
+}
+
+// A Prometheus selector matching exactly these labels: {model="risk",stage="total"}.
+export function selector(labels) {
+  const parts = labelPairs(labels).map(([k, v]) =>
+    `${k}="${String(v).replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`);
+  return `{${parts.join(',')}}`;
+}
