@@ -43,7 +43,7 @@ try {
     const page2 = await context2.newPage();
     page2.setDefaultTimeout(30000);
     await page2.goto(`${url}/?view=series&id=${target}&range=24h`);
-    await page2.waitForFunction(() => Number(document.querySelector('#chart-percentiles')?.dataset.points) > 1000);
+    await page2.waitForFunction(() => Number(document.querySelector('#chart-percentiles')?.dataset.points) > 200);
     day.push(await page2.evaluate(() => performance.now()));
     await context2.close();
   }

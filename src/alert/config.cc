@@ -112,13 +112,6 @@ class Parser : public YamlWalker {
     if (const Item* f = m.Get("repeat_interval")) route.repeat_interval = Dur(*f);
   }
 
-  static bool Bool(const Item& at) {
-    const std::string s = Str(at);
-    if (s == "true") return true;
-    if (s == "false") return false;
-    Fail(at, Cat("expected true or false, got \"", s, "\""));
-  }
-
   // "${NAME}" replaced by the environment variable NAME. Messages name the variable, never a
   // value: URLs and headers hold secrets.
   static std::string Expand(const std::string& text, const YAML::Mark& mark,

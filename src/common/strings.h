@@ -27,6 +27,13 @@ inline bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
          });
 }
 
+// `s` without leading and trailing ASCII whitespace.
+inline std::string_view TrimAsciiSpace(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
 }  // namespace tailguard
 
 #endif  // TAILGUARD_COMMON_STRINGS_H_

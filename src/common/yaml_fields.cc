@@ -195,6 +195,13 @@ Duration YamlWalker::PositiveDur(const YamlItem& at, std::string_view example) {
   return d;
 }
 
+bool YamlWalker::Bool(const YamlItem& at) {
+  const std::string s = Str(at);
+  if (s == "true") return true;
+  if (s == "false") return false;
+  Fail(at, Cat("expected true or false, got \"", s, "\""));
+}
+
 Duration YamlWalker::Dur(const YamlItem& at) {
   const std::string s = Str(at);
   std::optional<Duration> d = ParseDurationText(s);

@@ -100,6 +100,8 @@ class YamlWalker {
   static std::string Name(const YamlItem& at);
   // A whole number in [min, max].
   static int Int(const YamlItem& at, int min, int max = INT_MAX);
+  // true or false.
+  static bool Bool(const YamlItem& at);
   // A duration as ParseDurationText() reads it ("300ms", "1h30m").
   static Duration Dur(const YamlItem& at);
   // A duration above zero; `example` is shown in the error ("must be positive, like \"1s\"").

@@ -287,7 +287,7 @@ ApiResponse Api::Handle(const ApiRequest& request) const {
     path = path.substr(0, q);
   }
   if (path == "/api/v1/models" || path.starts_with("/api/v1/models/")) {
-    return Models(request.method, path, query, request.authorization);
+    return Models(request.method, path, query, request);
   }
   // The mutating endpoints: acknowledge an alert, add and expire silences.
   if (path == "/api/v1/silences" || path.starts_with("/api/v1/silences/")) {
@@ -344,7 +344,7 @@ ApiResponse Api::Handle(const ApiRequest& request) const {
 }
 
 ApiResponse Api::Models(std::string_view method, std::string_view path, std::string_view query,
-                        std::string_view authorization) const {
+                        const ApiRequest& request) const {
   if (s_.backend == nullptr) {
     return Error(404, "no_models",
                  "this gateway serves no models; add models: and a route with backend: local");
@@ -367,7 +367,7 @@ ApiResponse Api::Models(std::string_view method, std::string_view path, std::str
   if (method != "POST") {
     return Error(405, "method_not_allowed", Cat(method, " is not allowed on ", path, "; use POST"));
   }
-  if (auto denied = Unauthorized(authorization, "switching a model's version")) return *denied;
+  if (auto denied = Refused(request, "switching a model's version", false)) return *denied;
   const std::string_view name = rest.substr(0, slash);
   std::string version;
   for (std::string_view q = query; !q.empty();) {
@@ -519,11 +519,14 @@ absl::StatusOr<TimeRange> ParseRange(std::string_view query, WallTime now) {
   return r;
 }
 
-// The answer for a failed History() or Heatmap().
+// The answer for a failed History() or Heatmap(): the caller's mistake (400, 404) or the
+// store's trouble (503: try again, the request was fine).
 ApiResponse RangeError(const absl::Status& s) {
-  const bool missing = absl::IsNotFound(s);
-  return Error(missing ? 404 : 400, missing ? "not_found" : "bad_request",
-               std::string(s.message()));
+  if (absl::IsNotFound(s)) return Error(404, "not_found", std::string(s.message()));
+  if (absl::IsInvalidArgument(s)) return Error(400, "bad_request", std::string(s.message()));
+  return Error(503, "store_unavailable",
+               Cat("reading the history store failed (", absl::StatusCodeToString(s.code()),
+                   "): ", s.message()));
 }
 
 }  // namespace
@@ -585,14 +588,39 @@ ApiResponse Api::Info() const {
   return Json(j);
 }
 
-std::optional<ApiResponse> Api::Unauthorized(std::string_view authorization,
-                                             std::string_view action) const {
-  if (s_.api_token.empty() || authorization == Cat("Bearer ", s_.api_token)) return std::nullopt;
-  return Error(401, "unauthorized",
-               Cat(action,
-                   " needs the API token: send Authorization: Bearer <api_token> (the "
-                   "api_token of the gateway configuration)",
-                   authorization.empty() ? "" : "; the token sent does not match"));
+std::optional<ApiResponse> Api::Refused(const ApiRequest& request, std::string_view action,
+                                        bool json_body) const {
+  // Browsers send Origin on every cross-site POST and DELETE: one that names another site is a
+  // page trying to act through someone's browser (which may hold the network access the token
+  // would otherwise be).
+  if (!request.origin.empty()) {
+    std::string_view o = request.origin;
+    const size_t scheme = o.find("://");
+    if (scheme != std::string_view::npos) o.remove_prefix(scheme + 3);
+    if (o != request.host) {
+      return Error(403, "cross_site",
+                   Cat(action, " from another site is refused: Origin ", request.origin,
+                       " is not this gateway (", request.host,
+                       "); use the dashboard served by this gateway, or a client that sends no "
+                       "Origin"));
+    }
+  }
+  if (!s_.api_token.empty() && request.authorization != Cat("Bearer ", s_.api_token)) {
+    return Error(401, "unauthorized",
+                 Cat(action,
+                     " needs the API token: send Authorization: Bearer <api_token> (the "
+                     "api_token of the gateway configuration)",
+                     request.authorization.empty() ? "" : "; the token sent does not match"));
+  }
+  if (json_body) {
+    const std::string_view type = request.content_type.substr(0, request.content_type.find(';'));
+    if (!EqualsIgnoreCase(TrimAsciiSpace(type), "application/json")) {
+      return Error(415, "unsupported_media_type",
+                   Cat(action, " takes a JSON body: send Content-Type: application/json (got \"",
+                       request.content_type, "\")"));
+    }
+  }
+  return std::nullopt;
 }
 
 ApiResponse Api::Alerts(std::string_view query) const {
@@ -627,7 +655,7 @@ ApiResponse Api::Alerts(std::string_view query) const {
 }
 
 ApiResponse Api::Ack(std::string_view id_text, const ApiRequest& request) const {
-  if (auto denied = Unauthorized(request.authorization, "acknowledging an alert")) return *denied;
+  if (auto denied = Refused(request, "acknowledging an alert", true)) return *denied;
   if (s_.store == nullptr) {
     return Error(503, "no_store",
                  "acknowledging needs the event store: set store.path in the gateway "
@@ -682,7 +710,7 @@ ApiResponse Api::Silences(std::string_view method, std::string_view id_text,
     return Json({{"silences", out}});
   }
   if (id_text.empty() && method == "POST") {
-    if (auto denied = Unauthorized(request.authorization, "adding a silence")) return *denied;
+    if (auto denied = Refused(request, "adding a silence", true)) return *denied;
     static constexpr std::string_view kExample =
         R"({"matchers": "{model=\"risk\"}", "duration": "1h", "created_by": "alice", )"
         R"("comment": "deploying v2"})";
@@ -741,7 +769,7 @@ ApiResponse Api::Silences(std::string_view method, std::string_view id_text,
     return r;
   }
   if (!id_text.empty() && method == "DELETE") {
-    if (auto denied = Unauthorized(request.authorization, "expiring a silence")) return *denied;
+    if (auto denied = Refused(request, "expiring a silence", false)) return *denied;
     const std::optional<int64_t> id = ParseId(id_text);
     if (!id) {
       return Error(400, "bad_request",
@@ -828,8 +856,11 @@ ApiResponse Api::Samples(std::string_view query) const {
   if (auto id = QueryParam(query, "series")) {
     tailguard::Series* series = s_.loop->FindSeries(*id);
     if (series == nullptr) {
-      return Error(404, "not_found",
-                   Cat("no live series with id \"", *id, "\"; see /api/v1/series"));
+      // A series known only from history has no recent requests.
+      for (const StoredSeries& stored : s_.loop->StoredSeries()) {
+        if (stored.id == *id) return Json({{"samples", json::array()}});
+      }
+      return Error(404, "not_found", Cat("no series with id \"", *id, "\"; see /api/v1/series"));
     }
     of_series = series->labels();
   }

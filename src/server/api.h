@@ -37,6 +37,9 @@ struct ApiRequest {
   std::string_view accept;         // the Accept header
   std::string_view authorization;  // the Authorization header, for mutating calls
   std::string_view body;           // POST bodies (JSON)
+  std::string_view content_type;   // the Content-Type header of a POST
+  std::string_view origin;         // the Origin header (browsers send it on cross-site requests)
+  std::string_view host;           // the Host header
 };
 
 struct ApiResponse {
@@ -97,13 +100,15 @@ class Api {
                        const ApiRequest& request) const;
   ApiResponse Events(std::string_view query) const;
   ApiResponse Samples(std::string_view query) const;
-  // Nothing when `authorization` carries the API token (or none is configured); otherwise the
-  // 401 answer, saying what `action` needs.
-  std::optional<ApiResponse> Unauthorized(std::string_view authorization,
-                                          std::string_view action) const;
+  // Nothing when the mutating `request` may go ahead; otherwise the answer refusing it, saying
+  // what `action` needs: 403 for a cross-site request (an Origin that is not this gateway, so a
+  // web page cannot act with the browser of someone on call), 401 without the API token (when
+  // one is configured), 415 for a body not declared JSON when `json_body`.
+  std::optional<ApiResponse> Refused(const ApiRequest& request, std::string_view action,
+                                     bool json_body) const;
   ApiResponse Ready() const;
   ApiResponse Models(std::string_view method, std::string_view path, std::string_view query,
-                     std::string_view authorization) const;
+                     const ApiRequest& request) const;
 
   ApiSources s_;
 };

@@ -410,7 +410,8 @@ awaitable<bool> Worker::Handle(beast::tcp_stream& client, const std::string& pee
   const std::string_view target = View(req.target());
   const std::string_view path = target.substr(0, target.find('?'));
   if (Api::Handles(path)) co_return co_await Admin(client, req, keep_alive);
-  if ((path == "/" || path.starts_with("/assets/")) && !g_.options.dashboard.empty()) {
+  if ((path == "/" || path.starts_with("/assets/")) && !g_.options.dashboard.empty() &&
+      g_.config().dashboard) {
     co_return co_await Dashboard(client, req, path, keep_alive);
   }
   const RouteConfig* route = MatchRoute(g_.config(), path);
@@ -468,9 +469,14 @@ awaitable<bool> Worker::Dashboard(beast::tcp_stream& client,
 
 awaitable<bool> Worker::Admin(beast::tcp_stream& client, http::request<http::string_body>& req,
                               bool keep_alive) {
-  const ApiRequest request{View(req.method_string()), View(req.target()),
-                           View(req[http::field::accept]), View(req[http::field::authorization]),
-                           View(req.body())};
+  const ApiRequest request{View(req.method_string()),
+                           View(req.target()),
+                           View(req[http::field::accept]),
+                           View(req[http::field::authorization]),
+                           View(req.body()),
+                           View(req[http::field::content_type]),
+                           View(req[http::field::origin]),
+                           View(req[http::field::host])};
   // Rendered on the control thread: a slow page never holds up this worker's requests.
   const Api& api = *g_.api;
   ApiResponse r = co_await net::co_spawn(

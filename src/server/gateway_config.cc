@@ -466,10 +466,10 @@ class Parser : public YamlWalker {
 
 GatewayConfig Parser::Parse(const YAML::Node& root) {
   GatewayConfig c;
-  YamlMap top =
-      Map(Root(root), {"listen", "threads", "limits", "timeouts", "health", "tick", "rules_file",
-                       "api_token", "api_token_file", "tracing", "store", "delivery",
-                       "external_url", "routes", "models", "model_threads", "feature_store"});
+  YamlMap top = Map(Root(root),
+                    {"listen", "threads", "limits", "timeouts", "health", "tick", "rules_file",
+                     "api_token", "api_token_file", "tracing", "store", "delivery", "external_url",
+                     "routes", "models", "model_threads", "feature_store", "dashboard"});
   if (const YamlItem* f = top.Get("listen")) c.listen = Endpoint(*f, /*upstream=*/false);
   if (const YamlItem* f = top.Get("threads")) {
     c.threads = Int(*f, INT_MIN);
@@ -488,6 +488,7 @@ GatewayConfig Parser::Parse(const YAML::Node& root) {
     }
   }
   if (const YamlItem* f = top.Get("rules_file")) c.rules_file = Name(*f);
+  if (const YamlItem* f = top.Get("dashboard")) c.dashboard = Bool(*f);
   const YamlItem* token = top.Get("api_token");
   const YamlItem* token_file = top.Get("api_token_file");
   if (token != nullptr && token_file != nullptr) {

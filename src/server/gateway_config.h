@@ -153,6 +153,10 @@ struct GatewayConfig {
     Duration give_up_after = std::chrono::hours(24);     // then a message is marked failed
   } delivery;
 
+  // Serve the dashboard at / and /assets/ (before the routes). false gives those paths to the
+  // routes, for a catch-all route in front of an application that uses them. Default true.
+  bool dashboard = true;
+
   // The gateway's address as people reach it, for the links in alert messages, e.g.
   // "https://tailguard.example.com". Default: http://<listen>.
   std::string external_url;

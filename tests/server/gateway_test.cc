@@ -536,14 +536,26 @@ TEST_F(GatewayTest, AcknowledgeAndSilencesNeedTheTokenAndLandInTheStore) {
   ASSERT_GT(id, 0);
   const std::string ack = "/api/v1/alerts/" + std::to_string(id) + "/ack";
   const std::string body = R"({"by": "alice", "comment": "on it"})";
-  const std::vector<std::string> token = {"Authorization: Bearer s3cret"};
+  const std::vector<std::string> token = {"Authorization: Bearer s3cret",
+                                          "Content-Type: application/json"};
 
   Reply r = Post(port_, ack, body);
   EXPECT_EQ(r.status, 401);
   EXPECT_THAT(r.body, HasSubstr("API token"));
-  r = Post(port_, ack, body, {"Authorization: Bearer wrong"});
+  r = Post(port_, ack, body, {"Authorization: Bearer wrong", "Content-Type: application/json"});
   EXPECT_EQ(r.status, 401);
   EXPECT_THAT(r.body, HasSubstr("does not match"));
+  // A form post (what a web page can send cross-site without asking) is refused even with the
+  // token, and so is any request whose Origin is another site.
+  r = Post(port_, ack, body, {"Authorization: Bearer s3cret", "Content-Type: text/plain"});
+  EXPECT_EQ(r.status, 415);
+  EXPECT_THAT(r.body, HasSubstr("application/json"));
+  std::vector<std::string> cross = token;
+  cross.push_back("Origin: https://evil.example");
+  r = Post(port_, ack, body, cross);
+  EXPECT_EQ(r.status, 403);
+  EXPECT_THAT(r.body, HasSubstr("evil.example"));
+  EXPECT_EQ(Fetch(port_, "/api/v1/silences/1", cross, nullptr, "DELETE").status, 403);
   EXPECT_EQ(Post(port_, ack, "not json", token).status, 400);
   EXPECT_EQ(Post(port_, ack, R"({"comment": "who?"})", token).status, 400);
   EXPECT_EQ(Post(port_, "/api/v1/alerts/999999/ack", body, token).status, 404);
@@ -568,7 +580,21 @@ TEST_F(GatewayTest, AcknowledgeAndSilencesNeedTheTokenAndLandInTheStore) {
   const std::string silence =
       R"({"matchers": "{model=\"risk\"}", "duration": "2h", "created_by": "alice", )"
       R"("comment": "deploy"})";
-  EXPECT_EQ(Post(port_, "/api/v1/silences", silence).status, 401);
+  EXPECT_EQ(Post(port_, "/api/v1/silences", silence, {"Content-Type: application/json"}).status,
+            401);
+  // The dashboard's own requests carry its Origin, which is this gateway.
+  std::vector<std::string> same = token;
+  same.push_back("Origin: http://127.0.0.1:" + std::to_string(port_));
+  r = Post(port_, "/api/v1/silences",
+           R"({"matchers": "{model=\"x\"}", "duration": "1m", "created_by": "a", "comment": "c"})",
+           same);
+  EXPECT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(Fetch(port_,
+                  "/api/v1/silences/" +
+                      std::to_string(json::parse(r.body)["silence"]["id"].get<int64_t>()),
+                  same, nullptr, "DELETE")
+                .status,
+            200);
   r = Post(port_, "/api/v1/silences",
            R"({"matchers": "{model=", "duration": "2h", "created_by": "a", "comment": "c"})",
            token);
@@ -594,7 +620,7 @@ TEST_F(GatewayTest, AcknowledgeAndSilencesNeedTheTokenAndLandInTheStore) {
   EXPECT_EQ(Fetch(port_, del, token, nullptr, "DELETE").status, 409);
   EXPECT_EQ(Fetch(port_, "/api/v1/silences/77", token, nullptr, "DELETE").status, 404);
   EXPECT_TRUE(json::parse(Fetch(port_, "/api/v1/silences").body)["silences"].empty());
-  EXPECT_EQ(json::parse(Fetch(port_, "/api/v1/silences?expired=true").body)["silences"].size(), 1u);
+  EXPECT_EQ(json::parse(Fetch(port_, "/api/v1/silences?expired=true").body)["silences"].size(), 2u);
 
   r = Fetch(port_, "/api/v1/info");
   EXPECT_EQ(json::parse(r.body)["token_required"], true);
@@ -634,6 +660,14 @@ TEST_F(GatewayTest, ServesTheEmbeddedDashboardWithGzipAndRevalidation) {
   r = Fetch(port_, "/predict");
   EXPECT_EQ(r.status, 200);
   EXPECT_THAT(r.body, Not(HasSubstr("tailguard</html>")));
+
+  // dashboard: false gives / and /assets/ to a catch-all route.
+  gateway_.reset();
+  Start(kPlainRoute, "dashboard: false\n");
+  r = Fetch(port_, "/assets/app.js");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_NE(r.body, "console.log(1)");
+  EXPECT_THAT(Fetch(port_, "/").body, Not(HasSubstr("tailguard</html>")));
 }
 
 TEST_F(GatewayTest, ExportsSampledAndFailedRequestsAsOtlpSpans) {

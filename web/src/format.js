@@ -101,13 +101,13 @@ export function parseKey(key) {
   const labels = {};
   const re = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
   let x;
-  while ((x = re.exec(m[2])) !== null) labels[x[1]] = x[2].replace(/\\(.)/g, '$1');
+  while ((x = re.exec(m[2])) !== null) labels[x[1]] = x[2].replace(/\\(.)/g, (_, c) => (c === 'n' ? '\n' : c));
   return { metric: m[1], labels };
 }
 
 // A Prometheus selector matching exactly these labels: {model="risk",stage="total"}.
 export function selector(labels) {
   const parts = labelPairs(labels).map(([k, v]) =>
-    `${k}="${String(v).replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`);
+    `${k}="${String(v).replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`);
   return `{${parts.join(',')}}`;
 }

@@ -94,12 +94,6 @@ std::string SafeText(std::string_view s, size_t max_bytes) {
   return TruncateUtf8(SanitizeText(s), max_bytes);
 }
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
 // RFC 3986: everything but the unreserved characters is %XX.
 std::string PercentEncode(std::string_view s) {
   static constexpr char kHex[] = "0123456789ABCDEF";
@@ -574,7 +568,7 @@ class WeComMessage {
       std::string_view rest = *causes;
       while (!rest.empty()) {
         const size_t nl = rest.find('\n');
-        const std::string_view line = Trim(rest.substr(0, nl));
+        const std::string_view line = TrimAsciiSpace(rest.substr(0, nl));
         rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
         if (line.empty()) continue;
         if (lines.size() < kMaxCauses) {
@@ -611,7 +605,7 @@ std::string RenderWeCom(const ReceiverTarget& target, const Notification& n,
     const WeComMessage message(n, ctx, tz, {false, kWeComTextMaxBytes});
     Json mobiles = Json::array();
     for (const std::string& m : target.mentioned_mobile_list) {
-      mobiles.push_back(SanitizeText(Trim(m)));
+      mobiles.push_back(SanitizeText(TrimAsciiSpace(m)));
     }
     body["msgtype"] = "text";
     body["text"] = {{"content", message.Content()}, {"mentioned_mobile_list", std::move(mobiles)}};
@@ -756,7 +750,7 @@ absl::StatusOr<std::vector<Segment>> ParseTemplate(std::string_view t) {
     if (close == std::string_view::npos) {
       return absl::InvalidArgumentError(Cat("body: unclosed {{ at offset ", open));
     }
-    const std::string_view name = Trim(t.substr(open + 2, close - open - 2));
+    const std::string_view name = TrimAsciiSpace(t.substr(open + 2, close - open - 2));
     if (!IsKnownField(name)) {
       std::string known;
       for (std::string_view f : kTemplateFields) known += Cat(f, ", ");
@@ -774,9 +768,9 @@ enum class Escape : uint8_t { kNone, kJson, kPercent };
 
 Escape EscapeFor(const ReceiverTarget& target) {
   if (EqualsIgnoreCase(target.method, "GET")) return Escape::kPercent;
-  std::string media(
-      Trim(std::string_view(target.content_type)
-               .substr(0, std::min(target.content_type.find(';'), target.content_type.size()))));
+  std::string media(TrimAsciiSpace(
+      std::string_view(target.content_type)
+          .substr(0, std::min(target.content_type.find(';'), target.content_type.size()))));
   std::transform(media.begin(), media.end(), media.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (media.ends_with("/json") || media.ends_with("+json")) return Escape::kJson;
@@ -815,7 +809,7 @@ absl::StatusOr<std::string> FillTemplate(const ReceiverTarget& target, const Not
   const Escape escape = EscapeFor(target);
   const NotifiedAlert* lead = LeadAlert(n);
   std::string out;
-  const bool query = EqualsIgnoreCase(Trim(target.method), "GET");
+  const bool query = EqualsIgnoreCase(TrimAsciiSpace(target.method), "GET");
   for (const Segment& s : *segments) {
     if (!s.field) {
       out += query ? UrlSafe(s.text) : std::string(s.text);
@@ -948,7 +942,7 @@ absl::StatusOr<HttpRequest> Render(const ReceiverTarget& target, const Notificat
     case ReceiverTarget::Kind::kTemplate: {
       absl::StatusOr<std::string> filled = FillTemplate(target, n, ctx, tz);
       if (!filled.ok()) return filled.status();
-      std::string method(Trim(target.method));
+      std::string method(TrimAsciiSpace(target.method));
       std::transform(method.begin(), method.end(), method.begin(),
                      [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
       if (method != "POST" && method != "PUT" && method != "GET") {

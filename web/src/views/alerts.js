@@ -83,7 +83,7 @@ export function alertsView({ app }) {
             .map((d) => ({ value: d, label: d })),
         },
         { name: 'created_by', label: 'Your name', required: true, value: name, autocomplete: 'name' },
-        { name: 'comment', label: 'Comment', type: 'textarea', placeholder: 'deploying v2' },
+        { name: 'comment', label: 'Comment', type: 'textarea', required: true, placeholder: 'deploying v2' },
       ],
     });
     if (!v) return;

@@ -284,7 +284,7 @@ export function seriesView({ app, navigate }) {
           const list = Array.isArray(ps) ? ps : [ps];
           const t = list[0]?.value?.[0];
           const rows = list.map((p) => (p.seriesName === 'events'
-            ? `${p.data.event.type} ${p.data.event.kind || ''}: ${escapeHtml(p.data.event.message || '')}`
+            ? `${escapeHtml(`${p.data.event.type} ${p.data.event.kind || ''}`)}: ${escapeHtml(p.data.event.message || '')}`
             : `anomaly score <b>${score(p.value[1])}</b>`));
           return `${tooltipTitle(t)}<br>${rows.join('<br>')}`;
         },
