@@ -1,6 +1,7 @@
 // `tailguard import`: loads past per-minute series from a CSV file into the store's history, so
-// that a new installation compares with last week on its first day. All or nothing: every row
-// is checked before anything is written, and the write is one transaction. docs/import.md.
+// that a new installation compares with last week on its first day. Every row is checked before
+// anything is written (a bad file writes nothing); the write then goes in short transactions so
+// that a gateway using the same file is never held up for long. docs/import.md.
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "alert/selector.h"
 #include "commands.h"
 #include "common/progress.h"
@@ -174,64 +176,141 @@ absl::StatusOr<Key> ParseKey(std::string_view text) {
   return k;
 }
 
-double Number(const std::string& text, const std::string& where, const std::string& column) {
+// `where` builds "file:line" for a message.
+template <typename Where>
+double Number(const std::string& text, const Where& where, const std::string& column) {
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
   if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v) || v < 0) {
     throw InputError{
-        Cat(where, ": ", column, ": expected a non-negative number, got \"", text, "\"")};
+        Cat(where(), ": ", column, ": expected a non-negative number, got \"", text, "\"")};
   }
   return v;
 }
 
-struct Parsed {
-  std::vector<store::SeriesMinutes> batch;
-  std::map<std::string, size_t> index;  // key -> batch position
-  int64_t points = 0;
-  WallTime first = WallTime::max(), last = WallTime::min();
+// Where the rows go and which times the store keeps.
+struct Target {
+  std::string path;
+  Duration retention{};
+  std::string config;  // the configuration it came from; "" for --store or the default
 };
 
-Parsed ParseRows(const CsvTable& t, const Layout& layout, const ImportFlags& f) {
+// "35d", "36h", "90m": a retention as the configuration writes it.
+std::string DurationText(Duration d) {
+  using std::chrono::duration_cast;
+  const auto s = duration_cast<std::chrono::seconds>(d).count();
+  if (s % 86400 == 0) return Cat(s / 86400, "d");
+  if (s % 3600 == 0) return Cat(s / 3600, "h");
+  if (s % 60 == 0) return Cat(s / 60, "m");
+  return Cat(s, "s");
+}
+
+WallTime FloorMinute(WallTime t) {
+  return WallTime(std::chrono::duration_cast<Duration>(
+      std::chrono::floor<std::chrono::minutes>(t.time_since_epoch())));
+}
+
+// The row times the store keeps at `now`. A row stamped t describes the minute [floor(t),
+// floor(t) + 1 min) and is stored at its end (MinuteRow::time): the store prunes ends older than
+// now - retention, and a minute that begins after now has not happened yet. So a row is
+// accepted when first <= t < end.
+struct Accepted {
+  WallTime first;  // the first minute whose end is kept: ceil(now - retention - 1 min)
+  WallTime end;    // the end of the current minute
+  std::string retention;
+  std::string hint;  // how to keep older minutes
+};
+
+Accepted AcceptedTimes(const Target& target, WallTime now) {
+  using std::chrono::minutes;
+  Accepted a;
+  const WallTime oldest_begin = now - target.retention - minutes(1);
+  a.first = FloorMinute(oldest_begin);
+  if (a.first < oldest_begin) a.first += minutes(1);
+  a.end = FloorMinute(now) + minutes(1);
+  a.retention = DurationText(target.retention);
+  a.hint = target.config.empty()
+               ? "set store.history_retention in the gateway config and pass --config"
+               : Cat("raise store.history_retention in ", target.config);
+  return a;
+}
+
+struct Parsed {
+  std::vector<store::SeriesMinutes> batch;
+  int64_t points = 0;
+  WallTime first = WallTime::max(), last = WallTime::min();  // minute ends
+};
+
+// Checks and converts every row, freeing each row of `t` once read so that the table's memory
+// is reused for the minutes.
+Parsed ParseRows(CsvTable& t, const Layout& layout, const ImportFlags& f,
+                 const Accepted& accepted) {
   Parsed out;
-  // (key, minute) -> line, for the duplicate check.
-  std::map<std::pair<std::string, int64_t>, int> seen;
-  std::optional<Key> fixed;
+  const size_t time_col = layout.time;
+  const std::string& time_name = t.header[time_col];
+  // Series as written in the file -> batch position, and canonical key -> batch position (two
+  // spellings of one series are one series).
+  absl::flat_hash_map<std::string, uint32_t> by_text, by_key;
+  auto add_series = [&](Key k) {
+    auto [it, added] = by_key.try_emplace(k.key, static_cast<uint32_t>(out.batch.size()));
+    if (added) {
+      out.batch.push_back({std::move(k.key), std::move(k.metric), std::move(k.labels), {}});
+    }
+    return it->second;
+  };
   if (!f.series.empty()) {
     absl::StatusOr<Key> k = ParseKey(f.series);
     if (!k.ok()) throw InputError{Cat("--series: ", k.status().message())};
-    fixed = *std::move(k);
+    add_series(*std::move(k));
   }
-  std::map<std::string, Key> keys;  // as written -> parsed
+  // (series, minute) -> line, for the duplicate check.
+  absl::flat_hash_map<uint64_t, int> seen;
+  seen.reserve(t.rows.size());
   std::unique_ptr<Progress> progress;
   if (t.rows.size() >= 100000 && !f.json) {
-    progress = std::make_unique<Progress>("rows", static_cast<int64_t>(t.rows.size()));
+    progress = std::make_unique<Progress>("rows checked", static_cast<int64_t>(t.rows.size()));
   }
   for (size_t r = 0; r < t.rows.size(); ++r) {
     if (progress && r % 10000 == 9999) progress->Advance(10000);
-    const std::vector<std::string>& row = t.rows[r];
-    const std::string where = Cat(f.file, ":", t.line[r]);
-    const Key* key = fixed ? &*fixed : nullptr;
-    if (!key) {
+    std::vector<std::string>& row = t.rows[r];
+    // Built only for a message.
+    auto where = [&] { return Cat(f.file, ":", t.line[r]); };
+    uint32_t series = 0;
+    if (layout.series) {
       const std::string& text = row[*layout.series];
-      auto it = keys.find(text);
-      if (it == keys.end()) {
+      auto it = by_text.find(text);
+      if (it == by_text.end()) {
         absl::StatusOr<Key> k = ParseKey(text);
-        if (!k.ok()) throw InputError{Cat(where, ": series: ", k.status().message())};
-        it = keys.emplace(text, *std::move(k)).first;
+        if (!k.ok()) throw InputError{Cat(where(), ": series: ", k.status().message())};
+        it = by_text.emplace(text, add_series(*std::move(k))).first;
       }
-      key = &it->second;
+      series = it->second;
     }
-    absl::StatusOr<WallTime> time = ParseTimestamp(row[layout.time]);
-    if (!time.ok()) {
-      throw InputError{Cat(where, ": ", t.header[layout.time], ": ", time.status().message())};
+    const std::string& time_text = row[time_col];
+    absl::StatusOr<WallTime> time = ParseTimestamp(time_text);
+    if (!time.ok()) throw InputError{Cat(where(), ": ", time_name, ": ", time.status().message())};
+    // The minute the time falls in, stored at its end as the gateway stores the minutes it
+    // measures: 10:00:37 is the minute [10:00, 10:01), stored at 10:01:00.
+    const WallTime begin = FloorMinute(*time);
+    const WallTime at = begin + std::chrono::minutes(1);
+    if (begin < accepted.first || begin >= accepted.end) {
+      const bool old = begin < accepted.first;
+      throw InputError{
+          Cat(where(), ": ", time_name, ": ", time_text, " is ",
+              old ? Cat("older than the store's history_retention of ", accepted.retention)
+                  : std::string("in the future"),
+              "; accepted are times from ", FormatTimestamp(accepted.first), " to before ",
+              FormatTimestamp(accepted.end), " UTC",
+              old ? Cat(" (", accepted.hint, ")")
+                  : std::string(" (a time without an offset is UTC: check the file's time zone)"))};
     }
-    // On the minute: the minute the time falls in.
-    const auto minute = std::chrono::floor<std::chrono::minutes>(time->time_since_epoch());
-    const WallTime at{std::chrono::duration_cast<Duration>(minute)};
-    if (auto [it, added] = seen.emplace(std::make_pair(key->key, minute.count()), t.line[r]);
+    // Counted from the first accepted minute, so that (series, minute) fits one 64-bit key.
+    const int64_t minute = (begin - accepted.first) / std::chrono::minutes(1);
+    if (auto [it, added] = seen.try_emplace(
+            (static_cast<uint64_t>(series) << 32) | static_cast<uint64_t>(minute), t.line[r]);
         !added) {
-      throw InputError{Cat(where, ": ", t.header[layout.time], ": a second row for ", key->key,
-                           " in the minute of ", FormatTimestamp(at), " (the first is line ",
+      throw InputError{Cat(where(), ": ", time_name, ": a second row for ", out.batch[series].key,
+                           " in the minute of ", FormatTimestamp(begin), " (the first is line ",
                            it->second, "); give one row per series and minute")};
     }
     store::MinuteRow m;
@@ -243,7 +322,7 @@ Parsed ParseRows(const CsvTable& t, const Layout& layout, const ImportFlags& f) 
       switch (c.stat) {
         case Stat::kCount:
           if (v != std::floor(v) || v > 9e15) {
-            throw InputError{Cat(where, ": ", t.header[c.index],
+            throw InputError{Cat(where(), ": ", t.header[c.index],
                                  ": expected a whole number of requests, got \"", text, "\"")};
           }
           m.count = static_cast<uint64_t>(v);
@@ -268,25 +347,25 @@ Parsed ParseRows(const CsvTable& t, const Layout& layout, const ImportFlags& f) 
           break;
       }
     }
-    auto [pos, added] = out.index.emplace(key->key, out.batch.size());
-    if (added) out.batch.push_back({key->key, key->metric, key->labels, {}});
-    out.batch[pos->second].minutes.push_back(std::move(m));
+    out.batch[series].minutes.push_back(std::move(m));
     ++out.points;
     out.first = std::min(out.first, at);
     out.last = std::max(out.last, at);
+    std::vector<std::string>().swap(row);
   }
   for (store::SeriesMinutes& s : out.batch) {
     std::sort(s.minutes.begin(), s.minutes.end(),
               [](const store::MinuteRow& a, const store::MinuteRow& b) { return a.time < b.time; });
+    s.minutes.shrink_to_fit();
   }
   return out;
 }
 
-std::string StorePath(const ImportFlags& f) {
+Target StoreTarget(const ImportFlags& f) {
   if (!f.store.empty() && !f.config.empty()) {
     throw InputError{"give --store or --config, not both"};
   }
-  if (!f.store.empty()) return f.store;
+  const server::GatewayConfig defaults;
   if (!f.config.empty()) {
     absl::StatusOr<server::GatewayConfig> config = server::LoadGatewayConfig(f.config);
     if (!config.ok()) throw InputError{std::string(config.status().message())};
@@ -295,27 +374,36 @@ std::string StorePath(const ImportFlags& f) {
                            ": store.path is empty: this gateway keeps no store; give "
                            "--store PATH")};
     }
-    return config->store.path;
+    return {config->store.path, config->store.history_retention, f.config};
   }
-  return "tailguard.db";
+  return {f.store.empty() ? std::string("tailguard.db") : f.store, defaults.store.history_retention,
+          ""};
 }
 
-int Run(const ImportFlags& f) {
-  std::string path;
+// A minute row's time is its end; people read the span the points cover, from the start of the
+// first minute to the end of the last.
+std::string SpanText(WallTime first_end, WallTime last_end) {
+  return Cat("from ", FormatTimestamp(first_end - std::chrono::minutes(1)), " to ",
+             FormatTimestamp(last_end));
+}
+
+int Run(const ImportFlags& f, const Clock& clock) {
+  Target target;
   Parsed parsed;
   try {
     const std::optional<double> scale = UnitSeconds(f.unit);
     if (!scale) throw InputError{Cat("--unit: expected s, ms or us, got \"", f.unit, "\"")};
-    path = StorePath(f);
+    target = StoreTarget(f);
     absl::StatusOr<CsvTable> table = ReadCsv(f.file);
     if (!table.ok()) throw InputError{std::string(table.status().message())};
     if (table->rows.empty()) throw InputError{Cat(f.file, ": no data rows after the header")};
     const Layout layout = ReadHeader(*table, f, *scale);
-    parsed = ParseRows(*table, layout, f);
+    parsed = ParseRows(*table, layout, f, AcceptedTimes(target, clock.WallNow()));
   } catch (const InputError& e) {
     std::fprintf(stderr, "tailguard import: %s\n", e.message.c_str());
     return 2;
   }
+  const std::string& path = target.path;
 
   store::ImportSummary summary{static_cast<int64_t>(parsed.batch.size()), parsed.points, 0};
   if (!f.dry_run) {
@@ -324,10 +412,26 @@ int Run(const ImportFlags& f) {
       std::fprintf(stderr, "tailguard import: %s\n", std::string(h.status().message()).c_str());
       return 1;
     }
-    absl::StatusOr<store::ImportSummary> s = (*h)->ImportPoints(parsed.batch);
+    std::unique_ptr<Progress> progress;
+    if (parsed.points >= 100000 && !f.json) {
+      progress = std::make_unique<Progress>("points written", parsed.points);
+    }
+    int64_t written = 0;
+    store::ImportOptions options;
+    options.progress = [&](int64_t points) {
+      if (progress) progress->Advance(points - written);
+      written = points;
+    };
+    absl::StatusOr<store::ImportSummary> s = (*h)->ImportPoints(parsed.batch, options);
+    progress.reset();
     if (!s.ok()) {
-      std::fprintf(stderr, "tailguard import: %s: nothing was imported\n",
-                   std::string(s.status().message()).c_str());
+      const std::string what =
+          written == 0 ? std::string("nothing was imported")
+                       : Cat(written, " of ", parsed.points,
+                             " points were written before the failure; run the import again "
+                             "to finish (minutes already written are replaced)");
+      std::fprintf(stderr, "tailguard import: %s: %s\n", std::string(s.status().message()).c_str(),
+                   what.c_str());
       return 1;
     }
     summary = *s;
@@ -340,7 +444,7 @@ int Run(const ImportFlags& f) {
       series.push_back({{"id", id},
                         {"key", s.key},
                         {"points", s.minutes.size()},
-                        {"from", FormatTimestamp(s.minutes.front().time)},
+                        {"from", FormatTimestamp(s.minutes.front().time - std::chrono::minutes(1))},
                         {"to", FormatTimestamp(s.minutes.back().time)},
                         {"url", Cat("/?view=series&id=", id)}});
     }
@@ -349,17 +453,16 @@ int Run(const ImportFlags& f) {
                 {"series", series},
                 {"points", summary.points},
                 {"replaced", summary.replaced},
-                {"from", FormatTimestamp(parsed.first)},
+                {"from", FormatTimestamp(parsed.first - std::chrono::minutes(1))},
                 {"to", FormatTimestamp(parsed.last)}};
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
   const std::string replaced =
       summary.replaced > 0 ? Cat(" (", summary.replaced, " minutes replaced)") : "";
-  std::printf("%s %lld series, %lld points from %s to %s into %s%s\n",
-              f.dry_run ? "would import" : "imported", static_cast<long long>(summary.series),
-              static_cast<long long>(summary.points), FormatTimestamp(parsed.first).c_str(),
-              FormatTimestamp(parsed.last).c_str(), path.c_str(), replaced.c_str());
+  std::printf("%s %lld series, %lld points %s into %s%s\n", f.dry_run ? "would import" : "imported",
+              static_cast<long long>(summary.series), static_cast<long long>(summary.points),
+              SpanText(parsed.first, parsed.last).c_str(), path.c_str(), replaced.c_str());
   for (const store::SeriesMinutes& s : parsed.batch) {
     const std::string id = store::HistorySeriesId(s.key);
     std::printf("  %s  %s  %zu point%s\n", id.c_str(), s.key.c_str(), s.minutes.size(),
@@ -393,7 +496,7 @@ void AddImport(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_flag("--dry-run", f->dry_run, "check the file and print the summary; write nothing");
   cmd->add_flag("--json", f->json, "print the summary as JSON");
-  cmd->callback([f, &action] { action = [f] { return Run(*f); }; });
+  cmd->callback([f, &action] { action = [f] { return Run(*f, Clock::Real()); }; });
 }
 
 }  // namespace tailguard::cli

@@ -23,6 +23,11 @@ constexpr size_t kMaxHistoryPoints = 11000;
 
 double Seconds(uint64_t ns) { return static_cast<double>(ns) * kNs; }
 
+WallTime FloorMinute(WallTime t) {
+  return WallTime(std::chrono::duration_cast<Duration>(
+      std::chrono::floor<std::chrono::minutes>(t.time_since_epoch())));
+}
+
 void FillStats(const Histogram& h, HistoryPoint& p) {
   p.count = h.count();
   if (h.empty()) return;
@@ -42,33 +47,25 @@ struct TickScore {
   float forecast = 0, forecast_lower = 0, forecast_upper = 0;
 };
 
-// Every per-minute point in (begin, end] of `minutes` (sorted by time) into one point: counts
-// add, the rest take the worst, except baseline and forecast: those of the last minute.
-HistoryPoint Combine(WallTime begin, WallTime end, std::span<const HistoryPoint> minutes) {
-  HistoryPoint p;
-  p.time = end;
-  auto first = std::upper_bound(minutes.begin(), minutes.end(), begin,
-                                [](WallTime v, const HistoryPoint& m) { return v < m.time; });
-  double weighted_mean = 0;
-  for (auto m = first; m != minutes.end() && m->time <= end; ++m) {
-    auto worst = [](double& into, double v) {
-      if (!std::isnan(v) && (std::isnan(into) || v > into)) into = v;
-    };
-    worst(p.p50, m->p50);
-    worst(p.p90, m->p90);
-    worst(p.p99, m->p99);
-    worst(p.p999, m->p999);
-    worst(p.max, m->max);
-    worst(p.anomaly_score, m->anomaly_score);
-    p.baseline_p99 = m->baseline_p99;
-    p.forecast = m->forecast;
-    p.forecast_lower = m->forecast_lower;
-    p.forecast_upper = m->forecast_upper;
-    if (m->count > 0) weighted_mean += m->mean * static_cast<double>(m->count);
-    p.count += m->count;
-  }
-  if (p.count > 0) p.mean = weighted_mean / static_cast<double>(p.count);
-  return p;
+// Folds the per-minute point `m` into column point `p`: counts add, the rest take the worst,
+// except baseline and forecast: those of the last minute (minutes come oldest first).
+// `weighted_mean` sums mean * count, for the column's mean.
+void Fold(const HistoryPoint& m, HistoryPoint& p, double& weighted_mean) {
+  auto worst = [](double& into, double v) {
+    if (!std::isnan(v) && (std::isnan(into) || v > into)) into = v;
+  };
+  worst(p.p50, m.p50);
+  worst(p.p90, m.p90);
+  worst(p.p99, m.p99);
+  worst(p.p999, m.p999);
+  worst(p.max, m.max);
+  worst(p.anomaly_score, m.anomaly_score);
+  p.baseline_p99 = m.baseline_p99;
+  p.forecast = m.forecast;
+  p.forecast_lower = m.forecast_lower;
+  p.forecast_upper = m.forecast_upper;
+  if (m.count > 0) weighted_mean += m.mean * static_cast<double>(m.count);
+  p.count += m.count;
 }
 
 store::MinuteRow ToRow(const HistoryPoint& p, std::string heatmap) {
@@ -114,6 +111,31 @@ HistoryPoint FromRow(const store::MinuteRow& r) {
 struct LiveLoop::MinuteEntry {
   HistoryPoint point;
   std::string heatmap;
+};
+
+// Which per-minute column (a prefix of History()'s columns, each (end - step, end] with ends one
+// step apart) a minute falls in.
+class LiveLoop::ColumnIndex {
+ public:
+  ColumnIndex(std::span<const Column> columns, Duration step) : step_(step) {
+    while (n_ < columns.size() && !columns[n_].exact) ++n_;
+    if (n_ > 0) first_end_ = columns[0].end;
+  }
+  // The number of per-minute columns.
+  size_t size() const { return n_; }
+  // The column holding the minute that ends at `t`; nullopt when none does.
+  std::optional<size_t> Of(WallTime t) const {
+    if (n_ == 0 || t <= first_end_ - step_) return std::nullopt;
+    const size_t k =
+        t <= first_end_ ? 0 : static_cast<size_t>((t - first_end_ + step_ - Duration(1)) / step_);
+    if (k >= n_) return std::nullopt;
+    return k;
+  }
+
+ private:
+  const Duration step_;
+  size_t n_ = 0;
+  WallTime first_end_{};
 };
 
 struct LiveLoop::SeriesState {
@@ -170,7 +192,10 @@ absl::StatusOr<std::unique_ptr<LiveLoop>> LiveLoop::Create(Registry& registry, A
 }
 
 LiveLoop::LiveLoop(Registry& registry, LiveLoopOptions options, RouteCounterTable* counters)
-    : registry_(registry), options_(options), counters_(counters) {}
+    : registry_(registry),
+      options_(options),
+      counters_(counters),
+      last_boundary_(FloorMinute(registry.Now())) {}
 
 LiveLoop::~LiveLoop() { Stop(); }
 
@@ -196,16 +221,20 @@ void LiveLoop::Tick() {
   std::vector<Histogram> windows;
   windows.reserve(all.size());
   for (Series* s : all) windows.push_back(s->Window(options_.window, now));
-  const bool new_minute = now - last_minute_ >= std::chrono::minutes(1);
+  // The minutes that ended since the last tick: every later Collect() lands at or after `now`,
+  // so their slots are final.
+  const std::vector<WallTime> ends = MinutesEnded(now);
+  const bool new_minute = !ends.empty();
+  // minutes[i * ends.size() + j]: series i, minute ending at ends[j].
   std::vector<Histogram> minutes;
   std::vector<store::SeriesMinutes> batch;  // for the history store
-  if (new_minute) {
-    for (Series* s : all) minutes.push_back(s->Window(std::chrono::minutes(1), now));
+  minutes.reserve(all.size() * ends.size());
+  for (Series* s : all) {
+    for (WallTime end : ends) minutes.push_back(s->Window(std::chrono::minutes(1), end));
   }
 
   if (options_.journal != nullptr) options_.journal->BeginTick(now);  // reads the silences
   std::unique_lock<std::mutex> lock(mu_);
-  if (new_minute) last_minute_ = now;
   std::vector<SeriesSnapshot> snapshot;
   snapshot.reserve(all.size());
   for (size_t i = 0; i < all.size(); ++i) {
@@ -292,19 +321,25 @@ void LiveLoop::Tick() {
     engine_->Observe(obs);
 
     if (new_minute) {
-      HistoryPoint p;
-      p.time = now;
-      FillStats(minutes[i], p);
-      p.anomaly_score = stats.anomaly_score;
-      p.baseline_p99 = stats.baseline_p99;
-      p.forecast = stats.forecast;
-      p.forecast_lower = stats.forecast_lower;
-      p.forecast_upper = stats.forecast_upper;
-      std::string heatmap = EncodeHeatmapRow(HeatmapRowOf(minutes[i]));
+      store::SeriesMinutes* rows = nullptr;
       if (options_.history != nullptr) {
-        batch.push_back({s->key(), s->name(), s->labels(), {ToRow(p, heatmap)}});
+        batch.push_back({s->key(), s->name(), s->labels(), {}});
+        rows = &batch.back();
       }
-      st.minutes.push_back({p, std::move(heatmap)});
+      for (size_t j = 0; j < ends.size(); ++j) {
+        const Histogram& minute = minutes[i * ends.size() + j];
+        HistoryPoint p;
+        p.time = ends[j];
+        FillStats(minute, p);
+        p.anomaly_score = stats.anomaly_score;
+        p.baseline_p99 = stats.baseline_p99;
+        p.forecast = stats.forecast;
+        p.forecast_lower = stats.forecast_lower;
+        p.forecast_upper = stats.forecast_upper;
+        std::string heatmap = EncodeHeatmapRow(HeatmapRowOf(minute));
+        if (rows != nullptr) rows->minutes.push_back(ToRow(p, heatmap));
+        st.minutes.push_back({p, std::move(heatmap)});
+      }
       while (!st.minutes.empty() && now - st.minutes.front().point.time > options_.minute_history) {
         st.minutes.pop_front();
       }
@@ -351,11 +386,36 @@ void LiveLoop::Persist(const std::vector<store::SeriesMinutes>& batch, WallTime 
     }
   };
   if (absl::Status s = options_.history->WriteMinutes(batch); !s.ok()) failed("write", s);
-  if (now - last_prune_ >= std::chrono::hours(1)) {
-    last_prune_ = now;
-    absl::StatusOr<int64_t> pruned = options_.history->Prune(now - options_.history_retention);
+  // A pass about once an hour, in bounded batches: one batch a minute until it is done.
+  if (prune_pending_ || now - last_prune_ >= std::chrono::hours(1)) {
+    if (!prune_pending_) last_prune_ = now;
+    absl::StatusOr<store::PruneResult> pruned =
+        options_.history->Prune(now - options_.history_retention, options_.history_prune_batch);
+    prune_pending_ = pruned.ok() && !pruned->done;
     if (!pruned.ok()) failed("prune", pruned.status());
   }
+}
+
+std::vector<WallTime> LiveLoop::MinutesEnded(WallTime now) {
+  using std::chrono::minutes;
+  std::vector<WallTime> ends;
+  const WallTime boundary = FloorMinute(now);
+  if (boundary <= last_boundary_) return ends;
+  // Window(1 min, B) reads the fine slot ring (or, when that is shorter than a minute, the
+  // coarse one); a minute that begins before what the ring surely still holds is skipped.
+  const WindowOptions& w = registry_.options().windows;
+  const Duration fine = w.slot * w.fine_slots;
+  const Duration kept =
+      minutes(1) <= fine ? fine : fine + w.slot * w.coarse_factor * w.coarse_slots;
+  const WallTime oldest_begin = now - kept + w.slot;
+  WallTime first = last_boundary_ + minutes(1);
+  if (first - minutes(1) < oldest_begin) {
+    // The first B with B - 1 min >= oldest_begin.
+    first = FloorMinute(oldest_begin - Duration(1)) + minutes(2);
+  }
+  for (WallTime b = first; b <= boundary; b += minutes(1)) ends.push_back(b);
+  last_boundary_ = boundary;
+  return ends;
 }
 
 void LiveLoop::PushEvent(TimelineEvent e) {
@@ -490,11 +550,21 @@ absl::StatusOr<std::vector<LiveLoop::Column>> LiveLoop::Columns(Series* series, 
   return out;
 }
 
-absl::StatusOr<std::vector<LiveLoop::MinuteEntry>> LiveLoop::Minutes(std::string_view id,
-                                                                     Series* series, WallTime lo,
-                                                                     WallTime hi,
-                                                                     bool heatmaps) const {
+absl::Status LiveLoop::VisitMinutes(
+    std::string_view id, Series* series, WallTime lo, WallTime hi, bool heatmaps,
+    absl::FunctionRef<void(const HistoryPoint&, const HeatmapRow*)> visit) const {
+  // Nothing older than the retention is kept, and nothing newer than the current minute exists.
+  const WallTime now = registry_.Now();
+  lo = std::max(lo, now - options_.history_retention);
+  hi = std::min(hi, now + std::chrono::minutes(1));
+  if (hi <= lo) return absl::OkStatus();
+  if (const int64_t span = (hi - lo) / std::chrono::minutes(1); span > kMaxHistoryMinutes) {
+    return absl::InvalidArgumentError(
+        Cat("the per-minute part of this range spans ", span, " minutes; at most ",
+            kMaxHistoryMinutes, " minutes (about 69 days) are read per series: narrow from/to"));
+  }
   std::vector<MinuteEntry> memory;
+  WallTime store_hi = hi;
   if (series != nullptr) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = states_.find(series);
@@ -504,31 +574,26 @@ absl::StatusOr<std::vector<LiveLoop::MinuteEntry>> LiveLoop::Minutes(std::string
       }
       // The store holds what is older than the oldest minute in memory.
       if (!it->second->minutes.empty()) {
-        hi = std::min(hi, it->second->minutes.front().point.time - Duration(1));
+        store_hi = std::min(hi, it->second->minutes.front().point.time - Duration(1));
       }
     }
   }
-  std::vector<MinuteEntry> out;
-  if (options_.history != nullptr && lo < hi) {
-    absl::StatusOr<std::vector<store::MinuteRow>> rows = options_.history->ReadPoints(id, lo, hi);
-    if (!rows.ok()) return rows.status();
-    for (const store::MinuteRow& r : *rows) out.push_back({FromRow(r), ""});
-    if (heatmaps) {
-      absl::StatusOr<std::vector<store::StoredHeatmapRow>> hm =
-          options_.history->ReadHeatmapRows(id, lo, hi);
-      if (!hm.ok()) return hm.status();
-      // Both are sorted by time; a minute without a heatmap row keeps "".
-      size_t j = 0;
-      for (MinuteEntry& e : out) {
-        while (j < hm->size() && (*hm)[j].time < e.point.time) ++j;
-        if (j < hm->size() && (*hm)[j].time == e.point.time) {
-          e.heatmap = EncodeHeatmapRow((*hm)[j].row);
-        }
-      }
-    }
+  if (options_.history != nullptr && lo < store_hi) {
+    absl::Status s = options_.history->VisitMinutes(
+        id, lo, store_hi, heatmaps,
+        [&](const store::MinuteRow& r, const HeatmapRow* h) { visit(FromRow(r), h); });
+    if (!s.ok()) return s;
   }
-  for (MinuteEntry& m : memory) out.push_back(std::move(m));
-  return out;
+  for (const MinuteEntry& m : memory) {
+    if (!heatmaps || m.heatmap.empty()) {
+      visit(m.point, nullptr);
+      continue;
+    }
+    // Our own encoding: a row that does not decode is left out rather than failing the view.
+    absl::StatusOr<HeatmapRow> row = DecodeHeatmapRow(m.heatmap);
+    visit(m.point, row.ok() ? &*row : nullptr);
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<HistoryPoint>> LiveLoop::History(std::string_view id, WallTime from,
@@ -541,33 +606,37 @@ absl::StatusOr<std::vector<HistoryPoint>> LiveLoop::History(std::string_view id,
   if (!columns.ok()) return columns.status();
   const Duration old_step = std::max(step, Duration(std::chrono::minutes(1)));
 
-  std::vector<HistoryPoint> minutes;
-  std::deque<TickScore> scores;
-  const bool any_old =
-      std::any_of(columns->begin(), columns->end(), [](const Column& c) { return !c.exact; });
-  if (any_old) {
-    absl::StatusOr<std::vector<MinuteEntry>> entries =
-        Minutes(id, *series, from + step - old_step, to, /*heatmaps=*/false);
-    if (!entries.ok()) return entries.status();
-    minutes.reserve(entries->size());
-    for (const MinuteEntry& e : *entries) minutes.push_back(e.point);
+  std::vector<HistoryPoint> out;
+  out.reserve(columns->size());
+  for (const Column& c : *columns) {
+    out.emplace_back();
+    out.back().time = c.end;
   }
-  if (*series != nullptr) {
+  // The per-minute columns are a prefix; each minute is folded into its column as it is read.
+  const ColumnIndex old(*columns, old_step);
+  if (old.size() > 0) {
+    std::vector<double> weighted_mean(old.size(), 0);
+    absl::Status s =
+        VisitMinutes(id, *series, (*columns)[0].end - old_step, (*columns)[old.size() - 1].end,
+                     /*heatmaps=*/false, [&](const HistoryPoint& m, const HeatmapRow*) {
+                       const std::optional<size_t> k = old.Of(m.time);
+                       if (k) Fold(m, out[*k], weighted_mean[*k]);
+                     });
+    if (!s.ok()) return s;
+    for (size_t k = 0; k < old.size(); ++k) {
+      if (out[k].count > 0) out[k].mean = weighted_mean[k] / static_cast<double>(out[k].count);
+    }
+  }
+
+  std::deque<TickScore> scores;
+  if (*series != nullptr && old.size() < columns->size()) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = states_.find(*series);
     if (it != states_.end()) scores = it->second->scores;
   }
-
-  std::vector<HistoryPoint> out;
-  out.reserve(columns->size());
-  for (const Column& c : *columns) {
-    const WallTime t = c.end;
-    if (!c.exact) {
-      out.push_back(Combine(t - old_step, t, minutes));
-      continue;
-    }
-    HistoryPoint p;
-    p.time = t;
+  for (size_t k = old.size(); k < columns->size(); ++k) {
+    const WallTime t = (*columns)[k].end;
+    HistoryPoint& p = out[k];
     FillStats((*series)->Window(step, t), p);
     // The score of the last tick at or before t.
     auto s = std::upper_bound(scores.begin(), scores.end(), t,
@@ -582,7 +651,6 @@ absl::StatusOr<std::vector<HistoryPoint>> LiveLoop::History(std::string_view id,
         p.forecast_upper = s->forecast_upper;
       }
     }
-    out.push_back(p);
   }
   return out;
 }
@@ -597,38 +665,37 @@ absl::StatusOr<tailguard::Heatmap> LiveLoop::Heatmap(std::string_view id, WallTi
   if (!columns.ok()) return columns.status();
   const Duration old_step = std::max(step, Duration(std::chrono::minutes(1)));
 
-  std::vector<MinuteEntry> minutes;
-  const bool any_old =
-      std::any_of(columns->begin(), columns->end(), [](const Column& c) { return !c.exact; });
-  if (any_old) {
-    absl::StatusOr<std::vector<MinuteEntry>> entries =
-        Minutes(id, *series, from + step - old_step, to, /*heatmaps=*/true);
-    if (!entries.ok()) return entries.status();
-    minutes = *std::move(entries);
-  }
   std::vector<WallTime> times;
-  std::vector<HeatmapRow> rows;
   times.reserve(columns->size());
-  rows.reserve(columns->size());
-  std::vector<uint64_t> dense;
-  for (const Column& c : *columns) {
-    times.push_back(c.end);
-    if (c.exact) {
-      rows.push_back(HeatmapRowOf((*series)->Window(step, c.end)));
-      continue;
-    }
-    dense.assign(kHeatmapBucketCount, 0);
-    const WallTime begin = c.end - old_step;
-    auto m = std::upper_bound(minutes.begin(), minutes.end(), begin,
-                              [](WallTime v, const MinuteEntry& e) { return v < e.point.time; });
-    for (; m != minutes.end() && m->point.time <= c.end; ++m) {
-      if (m->heatmap.empty()) continue;
-      // Our own encoding: a row that does not decode is left out rather than failing the view.
-      if (absl::StatusOr<HeatmapRow> row = DecodeHeatmapRow(m->heatmap); row.ok()) {
-        AddHeatmapRow(*row, dense);
-      }
-    }
-    rows.push_back(SparseHeatmapRow(dense));
+  for (const Column& c : *columns) times.push_back(c.end);
+  std::vector<HeatmapRow> rows(columns->size());
+  const ColumnIndex old(*columns, old_step);
+  if (old.size() > 0) {
+    // Minutes arrive oldest first, so one dense row at a time: the column being filled.
+    std::vector<uint64_t> dense(kHeatmapBucketCount, 0);
+    std::optional<size_t> filling;
+    auto flush = [&] {
+      if (!filling) return;
+      rows[*filling] = SparseHeatmapRow(dense);
+      std::fill(dense.begin(), dense.end(), 0);
+      filling.reset();
+    };
+    absl::Status s =
+        VisitMinutes(id, *series, (*columns)[0].end - old_step, (*columns)[old.size() - 1].end,
+                     /*heatmaps=*/true, [&](const HistoryPoint& m, const HeatmapRow* row) {
+                       const std::optional<size_t> k = old.Of(m.time);
+                       if (!k || row == nullptr) return;
+                       if (filling != k) {
+                         flush();
+                         filling = k;
+                       }
+                       AddHeatmapRow(*row, dense);
+                     });
+    if (!s.ok()) return s;
+    flush();
+  }
+  for (size_t k = old.size(); k < columns->size(); ++k) {
+    rows[k] = HeatmapRowOf((*series)->Window(step, (*columns)[k].end));
   }
   return MakeHeatmap(std::move(times), rows);
 }

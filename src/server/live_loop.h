@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "metrics/heatmap.h"
 #include "server/stats.h"
@@ -55,13 +56,20 @@ struct LiveLoopOptions {
   // in memory only (minute_history). Must outlive the loop.
   store::HistoryStore* history = nullptr;
   // How long the store keeps history: older minutes are pruned about once an hour. Default 35
-  // days (five weeks, for comparisons with last week and a month ago).
+  // days (five weeks, for comparisons with last week and a month ago). History() and Heatmap()
+  // read no further back than this.
   Duration history_retention = std::chrono::hours(24 * 35);
+  // Most minute rows one prune deletes (one transaction on the loop's thread); the rest go on
+  // the following minutes. Default 20 000.
+  int64_t history_prune_batch = 20000;
 };
+
+// Most minutes of per-minute history one History() or Heatmap() call reads (about 69 days).
+inline constexpr int64_t kMaxHistoryMinutes = 100000;
 
 // One point of a series' history.
 struct HistoryPoint {
-  WallTime time{};  // end of the interval
+  WallTime time{};  // end of the interval (of a per-minute point: a minute boundary)
   uint64_t count = 0;
   double p50 = Observation::kMissing, p90 = Observation::kMissing;
   double p99 = Observation::kMissing, p999 = Observation::kMissing;
@@ -134,6 +142,12 @@ class LiveLoop final : private AlertSink {
 
   // Collects the registry and analyses every series at the registry's now. Tests call it
   // directly on a FakeClock; Start() calls it every tick on the real clock.
+  //
+  // Per-minute points are cut at wall-clock minute boundaries: when a tick crosses a boundary B,
+  // the point of every series is its window [B - 1 min, B) of the registry's slots, stamped B
+  // (HistoryPoint::time is the end of the minute), with the detector's view at that tick. After
+  // a stall that crossed several boundaries, each crossed boundary whose minute the registry's
+  // fine slot ring still holds gets its point; older ones are skipped.
   void Tick();
 
   // Runs Tick() every tick on a thread of its own until Stop().
@@ -149,7 +163,9 @@ class LiveLoop final : private AlertSink {
   // unknown id; InvalidArgument for step <= 0, to < from, or more than 11 000 points.
   // With a history store, per-minute points older than the in-memory minutes come from the
   // store, and an id only the store knows is answered from it alone; a store read error is
-  // returned as it is (Unavailable, DataLoss, ...).
+  // returned as it is (Unavailable, DataLoss, ...). Per-minute data is read no further back than
+  // now - history_retention (older columns are empty) and no later than now + 1 min;
+  // InvalidArgument when that still spans more than kMaxHistoryMinutes minutes.
   absl::StatusOr<std::vector<HistoryPoint>> History(std::string_view id, WallTime from, WallTime to,
                                                     Duration step) const;
   // The latency heatmap of series `id` on the same columns as History(): within the registry's
@@ -188,6 +204,7 @@ class LiveLoop final : private AlertSink {
     WallTime end;
     bool exact;  // from the registry's slots; else from per-minute data
   };
+  class ColumnIndex;
   LiveLoop(Registry& registry, LiveLoopOptions options, RouteCounterTable* counters);
 
   // AlertSink: called inside Tick() with mu_ held.
@@ -202,11 +219,17 @@ class LiveLoop final : private AlertSink {
   // The columns of History() and Heatmap(); InvalidArgument as History().
   absl::StatusOr<std::vector<Column>> Columns(Series* series, WallTime from, WallTime to,
                                               Duration step) const;
-  // Per-minute entries of `id` with lo < time <= hi, oldest first: the in-memory ones, and
-  // from the store those older than the oldest in memory. `heatmaps` also fetches heatmap rows.
-  absl::StatusOr<std::vector<MinuteEntry>> Minutes(std::string_view id, Series* series, WallTime lo,
-                                                   WallTime hi, bool heatmaps) const;
-  // Writes this minute's batch and prunes when due; called by Tick() without mu_.
+  // Calls `visit` for each per-minute entry of `id` with lo < time <= hi, oldest first: from
+  // the store those older than the oldest in memory, then the in-memory ones; with `heatmaps`
+  // also the minute's heatmap row (nullptr when unknown). Nothing is materialised. The range is
+  // first clamped to the retention; InvalidArgument when it spans more than kMaxHistoryMinutes.
+  absl::Status VisitMinutes(
+      std::string_view id, Series* series, WallTime lo, WallTime hi, bool heatmaps,
+      absl::FunctionRef<void(const HistoryPoint&, const HeatmapRow*)> visit) const;
+  // The minute boundaries crossed since the last call that the slot ring still covers, oldest
+  // first (see Tick()); only Tick()'s thread.
+  std::vector<WallTime> MinutesEnded(WallTime now);
+  // Writes the batch of the minutes just cut and prunes when due; called by Tick() without mu_.
   void Persist(const std::vector<store::SeriesMinutes>& batch, WallTime now);
 
   Registry& registry_;
@@ -221,12 +244,14 @@ class LiveLoop final : private AlertSink {
   std::deque<TimelineEvent> events_;                                   // guarded by mu_
   uint64_t next_event_id_ = 1;                                         // guarded by mu_
   std::deque<SampleView> samples_;                                     // guarded by mu_
-  WallTime last_minute_{};                                             // guarded by mu_
   std::atomic<uint64_t> ticks_{0};
   // Read from any thread for export; relaxed: independent counters.
   std::atomic<uint64_t> history_write_failures_{0};
   mutable std::atomic<uint64_t> history_read_failures_{0};
-  WallTime last_prune_{};  // only Tick()'s thread
+  // Only Tick()'s thread.
+  WallTime last_boundary_{};    // the newest minute boundary cut (or the one before Create())
+  WallTime last_prune_{};       // when the last prune pass began
+  bool prune_pending_ = false;  // the last prune hit its batch limit
 
   std::mutex run_mu_;
   std::condition_variable run_cv_;

@@ -20,6 +20,7 @@ WallTime FromNs(int64_t ns) { return WallTime(Duration(ns)); }
 constexpr std::string_view kPointColumns =
     "m.time, m.count, m.p50, m.p90, m.p99, m.p999, m.mean, m.max, m.anomaly_score, "
     "m.baseline_p99, m.forecast, m.forecast_lower, m.forecast_upper";
+constexpr int kPointColumnCount = 13;
 
 MinuteRow ReadPoint(const Statement& st) {
   MinuteRow r;
@@ -69,6 +70,85 @@ absl::Status Validate(std::span<const SeriesMinutes> batch) {
   return absl::OkStatus();
 }
 
+// The prepared statements of a write; reused across transactions.
+struct Statements {
+  Statement upsert, exists, insert;
+
+  static absl::StatusOr<Statements> Prepare(Database& db) {
+    absl::StatusOr<Statement> upsert = db.Prepare(
+        "INSERT INTO series (id, key, metric, labels, first_at, last_at) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
+        "ON CONFLICT (id) DO UPDATE SET first_at = min(first_at, excluded.first_at), "
+        "last_at = max(last_at, excluded.last_at) "
+        "RETURNING seq");
+    if (!upsert.ok()) return upsert.status();
+    absl::StatusOr<Statement> exists =
+        db.Prepare("SELECT 1 FROM series_minutes WHERE series_seq = ?1 AND time = ?2");
+    if (!exists.ok()) return exists.status();
+    absl::StatusOr<Statement> insert = db.Prepare(
+        "INSERT OR REPLACE INTO series_minutes (series_seq, time, count, p50, p90, p99, p999, "
+        "mean, max, anomaly_score, baseline_p99, forecast, forecast_lower, forecast_upper, "
+        "heatmap) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
+    if (!insert.ok()) return insert.status();
+    return Statements{*std::move(upsert), *std::move(exists), *std::move(insert)};
+  }
+
+  // Writes `rows` (some minutes of `s`) and records the series, inside the caller's
+  // transaction; counts into `summary` (points and replaced, not series).
+  absl::Status Write(const SeriesMinutes& s, std::span<const MinuteRow> rows,
+                     ImportSummary& summary, const std::string& path) {
+    if (rows.empty()) return absl::OkStatus();
+    WallTime first = rows.front().time, last = first;
+    for (const MinuteRow& m : rows) {
+      first = std::min(first, m.time);
+      last = std::max(last, m.time);
+    }
+    upsert.Reset();
+    upsert.Bind(1, HistorySeriesId(s.key))
+        .Bind(2, s.key)
+        .Bind(3, s.metric)
+        .Bind(4, EncodeLabels(s.labels))
+        .Bind(5, Ns(first))
+        .Bind(6, Ns(last));
+    absl::StatusOr<bool> row = upsert.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return absl::InternalError(Cat(path, ": series upsert returned no row"));
+    const int64_t seq = upsert.ColumnInt64(0);
+    upsert.Reset();
+    for (const MinuteRow& m : rows) {
+      exists.Reset();
+      exists.Bind(1, seq).Bind(2, Ns(m.time));
+      absl::StatusOr<bool> found = exists.Step();
+      if (!found.ok()) return found.status();
+      if (*found) ++summary.replaced;
+      exists.Reset();
+      insert.Reset();
+      insert.Bind(1, seq)
+          .Bind(2, Ns(m.time))
+          .Bind(3, static_cast<int64_t>(m.count))
+          .Bind(4, m.p50)
+          .Bind(5, m.p90)
+          .Bind(6, m.p99)
+          .Bind(7, m.p999)
+          .Bind(8, m.mean)
+          .Bind(9, m.max)
+          .Bind(10, m.anomaly_score)
+          .Bind(11, m.baseline_p99)
+          .Bind(12, m.forecast)
+          .Bind(13, m.forecast_lower)
+          .Bind(14, m.forecast_upper);
+      if (m.heatmap.empty()) {
+        insert.BindNull(15);
+      } else {
+        insert.BindBlob(15, m.heatmap);
+      }
+      if (absl::Status st = insert.Run(); !st.ok()) return st;
+      ++summary.points;
+    }
+    return absl::OkStatus();
+  }
+};
+
 }  // namespace
 
 std::string HistorySeriesId(std::string_view key) {
@@ -102,131 +182,106 @@ HistoryStore::HistoryStore(std::string path, Database writer, Database reader)
 HistoryStore::~HistoryStore() = default;
 
 absl::Status HistoryStore::WriteMinutes(std::span<const SeriesMinutes> batch) {
-  return Write(batch).status();
-}
-
-absl::StatusOr<ImportSummary> HistoryStore::ImportPoints(std::span<const SeriesMinutes> batch) {
-  return Write(batch);
-}
-
-absl::StatusOr<ImportSummary> HistoryStore::Write(std::span<const SeriesMinutes> batch) {
   if (absl::Status s = Validate(batch); !s.ok()) return s;
   Lock lock(write_mu_);
+  absl::StatusOr<Statements> st = Statements::Prepare(writer_);
+  if (!st.ok()) return st.status();
   absl::StatusOr<Transaction> tx = Transaction::Begin(writer_);
   if (!tx.ok()) return tx.status();
-  absl::StatusOr<Statement> upsert = writer_.Prepare(
-      "INSERT INTO series (id, key, metric, labels, first_at, last_at) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
-      "ON CONFLICT (id) DO UPDATE SET first_at = min(first_at, excluded.first_at), "
-      "last_at = max(last_at, excluded.last_at) "
-      "RETURNING seq");
-  absl::StatusOr<Statement> exists =
-      writer_.Prepare("SELECT 1 FROM series_minutes WHERE series_seq = ?1 AND time = ?2");
-  absl::StatusOr<Statement> insert = writer_.Prepare(
-      "INSERT OR REPLACE INTO series_minutes (series_seq, time, count, p50, p90, p99, p999, "
-      "mean, max, anomaly_score, baseline_p99, forecast, forecast_lower, forecast_upper, "
-      "heatmap) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
-  for (const auto* st : {&upsert, &exists, &insert}) {
-    if (!st->ok()) return st->status();
-  }
   ImportSummary summary;
   for (const SeriesMinutes& s : batch) {
-    if (s.minutes.empty()) continue;
-    WallTime first = s.minutes.front().time, last = first;
-    for (const MinuteRow& m : s.minutes) {
-      first = std::min(first, m.time);
-      last = std::max(last, m.time);
-    }
-    upsert->Reset();
-    upsert->Bind(1, HistorySeriesId(s.key))
-        .Bind(2, s.key)
-        .Bind(3, s.metric)
-        .Bind(4, EncodeLabels(s.labels))
-        .Bind(5, Ns(first))
-        .Bind(6, Ns(last));
-    absl::StatusOr<bool> row = upsert->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) return absl::InternalError(Cat(path_, ": series upsert returned no row"));
-    const int64_t seq = upsert->ColumnInt64(0);
-    upsert->Reset();
-    ++summary.series;
-    for (const MinuteRow& m : s.minutes) {
-      exists->Reset();
-      exists->Bind(1, seq).Bind(2, Ns(m.time));
-      absl::StatusOr<bool> found = exists->Step();
-      if (!found.ok()) return found.status();
-      if (*found) ++summary.replaced;
-      exists->Reset();
-      insert->Reset();
-      insert->Bind(1, seq)
-          .Bind(2, Ns(m.time))
-          .Bind(3, static_cast<int64_t>(m.count))
-          .Bind(4, m.p50)
-          .Bind(5, m.p90)
-          .Bind(6, m.p99)
-          .Bind(7, m.p999)
-          .Bind(8, m.mean)
-          .Bind(9, m.max)
-          .Bind(10, m.anomaly_score)
-          .Bind(11, m.baseline_p99)
-          .Bind(12, m.forecast)
-          .Bind(13, m.forecast_lower)
-          .Bind(14, m.forecast_upper);
-      if (m.heatmap.empty()) {
-        insert->BindNull(15);
-      } else {
-        insert->BindBlob(15, m.heatmap);
-      }
-      if (absl::Status st = insert->Run(); !st.ok()) return st;
-      ++summary.points;
-    }
+    if (absl::Status e = st->Write(s, s.minutes, summary, path_); !e.ok()) return e;
   }
-  if (absl::Status s = tx->Commit(); !s.ok()) return s;
+  return tx->Commit();
+}
+
+absl::StatusOr<ImportSummary> HistoryStore::ImportPoints(std::span<const SeriesMinutes> batch,
+                                                         const ImportOptions& options) {
+  if (absl::Status s = Validate(batch); !s.ok()) return s;
+  if (options.rows_per_transaction <= 0) {
+    return absl::InvalidArgumentError("history import: rows_per_transaction must be positive");
+  }
+  Lock lock(write_mu_);
+  absl::StatusOr<Statements> st = Statements::Prepare(writer_);
+  if (!st.ok()) return st.status();
+  ImportSummary summary;
+  for (const SeriesMinutes& s : batch) summary.series += s.minutes.empty() ? 0 : 1;
+  // (series, row) of the next row to write; each chunk is one transaction.
+  size_t si = 0, ri = 0;
+  while (si < batch.size()) {
+    absl::StatusOr<Transaction> tx = Transaction::Begin(writer_);
+    if (!tx.ok()) return tx.status();
+    int64_t budget = options.rows_per_transaction;
+    while (si < batch.size() && budget > 0) {
+      const std::vector<MinuteRow>& rows = batch[si].minutes;
+      const size_t n = std::min(rows.size() - ri, static_cast<size_t>(budget));
+      if (n > 0) {
+        if (absl::Status e = st->Write(batch[si], std::span(rows).subspan(ri, n), summary, path_);
+            !e.ok()) {
+          return e;
+        }
+      }
+      budget -= static_cast<int64_t>(n);
+      ri += n;
+      if (ri == rows.size()) {
+        ++si;
+        ri = 0;
+      }
+    }
+    if (absl::Status e = tx->Commit(); !e.ok()) return e;
+    if (options.progress) options.progress(summary.points);
+  }
   return summary;
 }
 
-absl::StatusOr<std::vector<MinuteRow>> HistoryStore::ReadPoints(std::string_view id, WallTime from,
-                                                                WallTime to) const {
+absl::Status HistoryStore::VisitMinutes(
+    std::string_view id, WallTime from, WallTime to, bool heatmaps,
+    absl::FunctionRef<void(const MinuteRow&, const HeatmapRow*)> visit) const {
   Lock lock(read_mu_);
   absl::StatusOr<Statement> st =
-      reader_.Prepare(Cat("SELECT ", kPointColumns,
+      reader_.Prepare(Cat("SELECT ", kPointColumns, heatmaps ? ", m.heatmap" : "",
                           " FROM series_minutes m JOIN series s ON m.series_seq = s.seq "
                           "WHERE s.id = ?1 AND m.time > ?2 AND m.time <= ?3 ORDER BY m.time"));
   if (!st.ok()) return st.status();
   st->Bind(1, id).Bind(2, Ns(from)).Bind(3, Ns(to));
-  std::vector<MinuteRow> out;
+  HeatmapRow decoded;
   while (true) {
     absl::StatusOr<bool> row = st->Step();
     if (!row.ok()) return row.status();
-    if (!*row) break;
-    out.push_back(ReadPoint(*st));
+    if (!*row) return absl::OkStatus();
+    const MinuteRow point = ReadPoint(*st);
+    if (!heatmaps || st->ColumnIsNull(kPointColumnCount)) {
+      visit(point, nullptr);
+      continue;
+    }
+    absl::StatusOr<HeatmapRow> h = DecodeHeatmapRow(st->ColumnText(kPointColumnCount));
+    if (!h.ok()) {
+      return absl::DataLossError(
+          Cat(path_, ": series ", id, " at ", Ns(point.time), " ns: ", h.status().message()));
+    }
+    decoded = *std::move(h);
+    visit(point, &decoded);
   }
+}
+
+absl::StatusOr<std::vector<MinuteRow>> HistoryStore::ReadPoints(std::string_view id, WallTime from,
+                                                                WallTime to) const {
+  std::vector<MinuteRow> out;
+  absl::Status s = VisitMinutes(id, from, to, /*heatmaps=*/false,
+                                [&](const MinuteRow& r, const HeatmapRow*) { out.push_back(r); });
+  if (!s.ok()) return s;
   return out;
 }
 
 absl::StatusOr<std::vector<StoredHeatmapRow>> HistoryStore::ReadHeatmapRows(std::string_view id,
                                                                             WallTime from,
                                                                             WallTime to) const {
-  Lock lock(read_mu_);
-  absl::StatusOr<Statement> st = reader_.Prepare(
-      "SELECT m.time, m.heatmap FROM series_minutes m JOIN series s ON m.series_seq = s.seq "
-      "WHERE s.id = ?1 AND m.time > ?2 AND m.time <= ?3 AND m.heatmap IS NOT NULL "
-      "ORDER BY m.time");
-  if (!st.ok()) return st.status();
-  st->Bind(1, id).Bind(2, Ns(from)).Bind(3, Ns(to));
   std::vector<StoredHeatmapRow> out;
-  while (true) {
-    absl::StatusOr<bool> row = st->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
-    const WallTime t = FromNs(st->ColumnInt64(0));
-    absl::StatusOr<HeatmapRow> decoded = DecodeHeatmapRow(st->ColumnText(1));
-    if (!decoded.ok()) {
-      return absl::DataLossError(
-          Cat(path_, ": series ", id, " at ", Ns(t), " ns: ", decoded.status().message()));
-    }
-    out.push_back({t, *std::move(decoded)});
-  }
+  absl::Status s =
+      VisitMinutes(id, from, to, /*heatmaps=*/true, [&](const MinuteRow& r, const HeatmapRow* h) {
+        if (h != nullptr) out.push_back({r.time, *h});
+      });
+  if (!s.ok()) return s;
   return out;
 }
 
@@ -262,30 +317,68 @@ absl::StatusOr<std::optional<StoredSeriesInfo>> HistoryStore::FindSeries(
   return std::optional<StoredSeriesInfo>(*std::move(s));
 }
 
-absl::StatusOr<int64_t> HistoryStore::Prune(WallTime cutoff) {
+absl::StatusOr<PruneResult> HistoryStore::Prune(WallTime cutoff, int64_t max_rows) {
+  if (max_rows <= 0) return absl::InvalidArgumentError("history prune: max_rows must be positive");
   Lock lock(write_mu_);
   absl::StatusOr<Transaction> tx = Transaction::Begin(writer_);
   if (!tx.ok()) return tx.status();
-  // Series by series, on the primary key: no index on time alone is needed.
-  absl::StatusOr<Statement> del = writer_.Prepare(
-      "DELETE FROM series_minutes WHERE series_seq IN (SELECT seq FROM series WHERE first_at < ?1) "
-      "AND time < ?1");
-  if (!del.ok()) return del.status();
-  del->Bind(1, Ns(cutoff));
-  if (absl::Status s = del->Run(); !s.ok()) return s;
-  const int64_t deleted = writer_.Changes();
-  // first_at moves to the oldest row left; series without rows go.
-  if (absl::Status s = writer_.Exec(
-          Cat("DELETE FROM series WHERE first_at < ", Ns(cutoff),
-              " AND NOT EXISTS (SELECT 1 FROM series_minutes m WHERE m.series_seq = series.seq);"
-              "UPDATE series SET first_at = (SELECT min(time) FROM series_minutes m "
-              "WHERE m.series_seq = series.seq) WHERE first_at < ",
-              Ns(cutoff)));
-      !s.ok()) {
-    return s;
+  // Series by series, oldest first, on the primary key (series_seq, time): no index on time
+  // alone is needed, and each statement touches at most the rows it deletes.
+  absl::StatusOr<Statement> old =
+      writer_.Prepare("SELECT seq FROM series WHERE first_at < ?1 ORDER BY first_at, seq");
+  absl::StatusOr<Statement> nth = writer_.Prepare(
+      "SELECT time FROM series_minutes WHERE series_seq = ?1 AND time < ?2 ORDER BY time "
+      "LIMIT 1 OFFSET ?3");
+  absl::StatusOr<Statement> del =
+      writer_.Prepare("DELETE FROM series_minutes WHERE series_seq = ?1 AND time < ?2");
+  // first_at moves to the oldest row left; a series without rows goes.
+  absl::StatusOr<Statement> first = writer_.Prepare(
+      "UPDATE series SET first_at = (SELECT min(time) FROM series_minutes m "
+      "WHERE m.series_seq = ?1) WHERE seq = ?1 "
+      "AND EXISTS (SELECT 1 FROM series_minutes m WHERE m.series_seq = ?1)");
+  absl::StatusOr<Statement> gone = writer_.Prepare(
+      "DELETE FROM series WHERE seq = ?1 "
+      "AND NOT EXISTS (SELECT 1 FROM series_minutes m WHERE m.series_seq = ?1)");
+  for (const auto* st : {&old, &nth, &del, &first, &gone}) {
+    if (!st->ok()) return st->status();
+  }
+  std::vector<int64_t> seqs;
+  old->Bind(1, Ns(cutoff));
+  while (true) {
+    absl::StatusOr<bool> row = old->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    seqs.push_back(old->ColumnInt64(0));
+  }
+  PruneResult result;
+  for (const int64_t seq : seqs) {
+    const int64_t budget = max_rows - result.deleted;
+    if (budget == 0) {
+      result.done = false;
+      break;
+    }
+    // With more than `budget` old rows, delete those before the (budget+1)-th.
+    nth->Reset();
+    nth->Bind(1, seq).Bind(2, Ns(cutoff)).Bind(3, budget);
+    absl::StatusOr<bool> more = nth->Step();
+    if (!more.ok()) return more.status();
+    const int64_t bound = *more ? nth->ColumnInt64(0) : Ns(cutoff);
+    nth->Reset();
+    if (*more) result.done = false;
+    del->Reset();
+    del->Bind(1, seq).Bind(2, bound);
+    if (absl::Status s = del->Run(); !s.ok()) return s;
+    result.deleted += writer_.Changes();
+    first->Reset();
+    first->Bind(1, seq);
+    if (absl::Status s = first->Run(); !s.ok()) return s;
+    gone->Reset();
+    gone->Bind(1, seq);
+    if (absl::Status s = gone->Run(); !s.ok()) return s;
+    if (*more) break;
   }
   if (absl::Status s = tx->Commit(); !s.ok()) return s;
-  return deleted;
+  return result;
 }
 
 }  // namespace tailguard::store

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -14,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "metrics/heatmap.h"
@@ -65,6 +67,20 @@ struct ImportSummary {
   int64_t replaced = 0;  // minutes that already had a row (overwritten)
 };
 
+struct ImportOptions {
+  // Most minute rows written per transaction: the write lock is released between chunks, so a
+  // gateway writing to the same file waits for one chunk at most (well under its 5 s busy
+  // timeout). Default 10 000 (a few tens of milliseconds).
+  int64_t rows_per_transaction = 10000;
+  // Called after each committed chunk with the points written so far; may be empty.
+  std::function<void(int64_t points_written)> progress;
+};
+
+struct PruneResult {
+  int64_t deleted = 0;  // minute rows deleted
+  bool done = true;     // false: the batch limit was reached and older minutes remain
+};
+
 // 16 lower-case hex digits: FNV-1a 64 of `key`; the series id the API shows.
 std::string HistorySeriesId(std::string_view key);
 
@@ -96,8 +112,23 @@ class HistoryStore {
   // key or metric, or a heatmap blob that does not decode.
   absl::Status WriteMinutes(std::span<const SeriesMinutes> batch);
 
-  // WriteMinutes() for `tailguard import`, counting what it did.
-  absl::StatusOr<ImportSummary> ImportPoints(std::span<const SeriesMinutes> batch);
+  // WriteMinutes() for `tailguard import`, counting what it did. The whole batch is checked
+  // first (InvalidArgument: nothing written); then it is written in transactions of at most
+  // options.rows_per_transaction rows, in order. A SQLite error stops the import: the chunks
+  // already committed stay (re-importing replaces them), and hold the points last reported to
+  // options.progress.
+  absl::StatusOr<ImportSummary> ImportPoints(std::span<const SeriesMinutes> batch,
+                                             const ImportOptions& options = {});
+
+  // Steps through the minutes of series `id` with from < time <= to, oldest first, calling
+  // `visit` for each without materialising them: the row (its `heatmap` left empty) and, when
+  // `heatmaps`, the decoded heatmap row (nullptr for a minute without one; when !heatmaps,
+  // always nullptr). Nothing is visited for an unknown id. DataLoss for a heatmap that does not
+  // decode (the rows before it were visited). REQUIRES: `visit` does not call this store (the
+  // read lock is held).
+  absl::Status VisitMinutes(
+      std::string_view id, WallTime from, WallTime to, bool heatmaps,
+      absl::FunctionRef<void(const MinuteRow&, const HeatmapRow*)> visit) const;
 
   // Minutes of series `id` with from < time <= to, oldest first, without heatmaps (an empty
   // vector for an unknown id).
@@ -113,13 +144,15 @@ class HistoryStore {
   // One series; nullopt when unknown.
   absl::StatusOr<std::optional<StoredSeriesInfo>> FindSeries(std::string_view id) const;
 
-  // Deletes the minutes with time < cutoff, and the series left without any; returns how many
-  // minute rows were deleted.
-  absl::StatusOr<int64_t> Prune(WallTime cutoff);
+  // Deletes at most `max_rows` (> 0) of the minutes with time < cutoff, oldest series first,
+  // in one transaction, and the series left without any minute; says whether older minutes
+  // remain (call again, e.g. a minute later, until done). Bounded so that lowering the
+  // retention never turns into one transaction deleting millions of rows.
+  absl::StatusOr<PruneResult> Prune(WallTime cutoff, int64_t max_rows = kDefaultPruneBatch);
+  static constexpr int64_t kDefaultPruneBatch = 20000;
 
  private:
   HistoryStore(std::string path, Database writer, Database reader);
-  absl::StatusOr<ImportSummary> Write(std::span<const SeriesMinutes> batch);
 
   // Constant after construction.
   const std::string path_;

@@ -1,7 +1,9 @@
 #!/bin/sh
 # `tailguard import`: good files (a series column, --series with unit suffixes, NAB's
-# timestamp,value) land in the store and re-importing replaces; --dry-run writes nothing; every
-# bad input names file:line and the field, exits 2 and leaves the store as it was.
+# timestamp,value) land in the store, each row at the end of its minute, and re-importing
+# replaces; --dry-run writes nothing; every bad input (times outside the store's retention or in
+# the future included) names file:line and the field, exits 2 and leaves the store as it was.
+# Times are relative to now, as the retention check is.
 # Usage: import_cli.sh TAILGUARD WORKDIR
 set -u
 tailguard=$1
@@ -13,15 +15,20 @@ db="$dir/history.db"
 key='tailguard_request_duration_seconds{model="risk",route="/v2",stage="total",version="1"}'
 # Its id: FNV-1a 64 of the key.
 id=58ead45b4e2cda28
+# A minute boundary two hours ago, and times after it.
+now=$(date +%s)
+m=$((now / 60 * 60 - 7200))
+at() { date -u -d "@$1" '+%Y-%m-%d %H:%M:%S'; }
 
-# A file with a series column: two series, latencies in seconds; unsorted rows are fine.
-cat >"$dir/two.csv" <<'CSV'
+# A file with a series column: two series, latencies in seconds; unsorted rows are fine. The
+# rows describe the minutes [m, m+1) and [m+1, m+2): they cover m to m+2.
+cat >"$dir/two.csv" <<CSV
 time,series,count,p50,p99,max
-2026-03-02 10:01:00,"tailguard_request_duration_seconds{version=""1"",model=""risk"",route=""/v2"",stage=""total""}",600,0.020,0.080,0.210
-2026-03-02 10:00:00,"tailguard_request_duration_seconds{model=""risk"",route=""/v2"",stage=""total"",version=""1""}",610,0.021,0.081,0.200
-2026-03-02T10:00:30Z,"tailguard_request_duration_seconds{model=""rank"",stage=""total""}",50,0.005,,0.010
+$(at $((m + 60))),"tailguard_request_duration_seconds{version=""1"",model=""risk"",route=""/v2"",stage=""total""}",600,0.020,0.080,0.210
+$(at $m),"tailguard_request_duration_seconds{model=""risk"",route=""/v2"",stage=""total"",version=""1""}",610,0.021,0.081,0.200
+$(date -u -d "@$((m + 30))" '+%Y-%m-%dT%H:%M:%SZ'),"tailguard_request_duration_seconds{model=""rank"",stage=""total""}",50,0.005,,0.010
 CSV
-expect 0 "would import 2 series, 3 points from 2026-03-02 10:00:00 to 2026-03-02 10:01:00" \
+expect 0 "would import 2 series, 3 points from $(at $m) to $(at $((m + 120)))" \
   "$tailguard" import "$dir/two.csv" --store "$db" --dry-run
 [ -f "$db" ] && fail "--dry-run created the store"
 expect 0 "imported 2 series, 3 points .* into $db" "$tailguard" import "$dir/two.csv" --store "$db"
@@ -29,24 +36,35 @@ expect 0 "$id  $key  2 points" "$tailguard" import "$dir/two.csv" --store "$db"
 expect 0 "(3 minutes replaced)" "$tailguard" import "$dir/two.csv" --store "$db"
 expect 0 "/?view=series&id=" "$tailguard" import "$dir/two.csv" --store "$db"
 expect 0 "\"url\": \"/?view=series&id=$id\"" "$tailguard" import "$dir/two.csv" --store "$db" --json
+# Each row is stored at the end of its minute, where the gateway stores the minute it measured.
+if command -v sqlite3 >/dev/null; then
+  stored=$(sqlite3 "$db" "SELECT group_concat(m.time / 1000000000, ' ') FROM series_minutes m JOIN series s ON s.seq = m.series_seq WHERE s.id = '$id' ORDER BY m.time")
+  [ "$stored" = "$((m + 60)) $((m + 120))" ] || fail "stored at $stored, expected $((m + 60)) $((m + 120))"
+fi
 
 # One series named on the command line, latencies in milliseconds by column suffix.
-cat >"$dir/ms.csv" <<'CSV'
+cat >"$dir/ms.csv" <<CSV
 timestamp,p50_ms,p90_ms,p99_ms,p999_ms,mean_ms,count
-1772445720,20,40,80,120,25,100
-1772445780,21,41,81,121,26,100
+$((m + 120)),20,40,80,120,25,100
+$((m + 180)),21,41,81,121,26,100
 CSV
-expect 0 "imported 1 series, 2 points from 2026-03-02 10:02:00 to 2026-03-02 10:03:00" \
+expect 0 "imported 1 series, 2 points from $(at $((m + 120))) to $(at $((m + 240)))" \
   "$tailguard" import "$dir/ms.csv" --store "$db" --series "$key"
 
-# NAB's layout: value is P99, here in microseconds.
-printf 'timestamp,value\n2026-03-02 10:04:00,80000\n2026-03-02 10:05:00,\n' >"$dir/nab.csv"
+# NAB's layout: value is P99, here in microseconds. The current minute is accepted.
+printf 'timestamp,value\n%s,80000\n%s,\n' "$(at $((m + 240)))" "$(at "$now")" >"$dir/nab.csv"
 expect 0 "imported 1 series, 2 points" \
   "$tailguard" import "$dir/nab.csv" --store "$db" --series "$key" --unit us
 
-# The store path from a gateway configuration.
-printf 'store: {path: gw.db}\nroutes: [{prefix: /, upstream: "127.0.0.1:9"}]\n' >"$dir/gateway.yaml"
+# The store path and the retention from a gateway configuration: 40 days keep a 36-day-old row.
+old=$(at $((now - 36 * 86400)))
+printf 'time,p99\n%s,0.1\n' "$old" >"$dir/old.csv"
+printf 'store: {path: gw.db, history_retention: 40d}\nroutes: [{prefix: /, upstream: "127.0.0.1:9"}]\n' >"$dir/gateway.yaml"
 expect 0 "into $dir/gw.db" "$tailguard" import "$dir/nab.csv" --config "$dir/gateway.yaml" --series "$key"
+expect 0 "imported 1 series, 1 points" "$tailguard" import "$dir/old.csv" --config "$dir/gateway.yaml" --series "$key"
+printf 'store: {path: gw.db, history_retention: 1h}\nroutes: [{prefix: /, upstream: "127.0.0.1:9"}]\n' >"$dir/short.yaml"
+expect 2 "old.csv:2: time: $old is older than the store's history_retention of 1h; accepted are times from .* (raise store.history_retention in $dir/short.yaml)" \
+  "$tailguard" import "$dir/old.csv" --config "$dir/short.yaml" --series "$key"
 
 # Errors: exit 2, the file, line and field named, and the store unchanged.
 before=$(cksum <"$db")
@@ -55,23 +73,29 @@ bad() {  # bad NAME CONTENT PATTERN [ARGS...]
   printf "$content" >"$dir/$name.csv"
   expect 2 "$pattern" "$tailguard" import "$dir/$name.csv" --store "$db" "$@"
 }
-bad noseries 'time,p99\n2026-03-02 10:00:00,0.1\n' "noseries.csv:1: no series column"
-bad badkey 'time,p99\n2026-03-02 10:00:00,0.1\n' "--series: .*" --series 'model="x"}'
-bad notime 'when,p99\n2026-03-02 10:00:00,0.1\n' 'notime.csv:1: column "when" is not one of'
-bad p95 'time,p95\n2026-03-02 10:00:00,0.1\n' 'p95.csv:1: column "p95" is not one of' --series "$key"
+t0=$(at $m)
+t1=$(at $((m + 60)))
+bad noseries 'time,p99\n'"$t0"',0.1\n' "noseries.csv:1: no series column"
+bad badkey 'time,p99\n'"$t0"',0.1\n' "--series: .*" --series 'model="x"}'
+bad notime 'when,p99\n'"$t0"',0.1\n' 'notime.csv:1: column "when" is not one of'
+bad p95 'time,p95\n'"$t0"',0.1\n' 'p95.csv:1: column "p95" is not one of' --series "$key"
 bad twice 'time,p99,p99_ms\nx,1,2\n' 'twice.csv:1: columns "p99" and "p99_ms" hold the same statistic' --series "$key"
-bad nostat 'time,series\n2026-03-02 10:00:00,m\n' 'nostat.csv:1: no statistic column'
-bad both 'time,series,p99\n2026-03-02 10:00:00,m,0.1\n' 'both.csv:1: the file has a series column; --series is for files without' --series "$key"
-bad badtime 'time,p99\n2026-03-02 10:00:00,0.1\nyesterday,0.2\n' 'badtime.csv:3: time: .*yesterday' --series "$key"
-bad badvalue 'time,p99\n2026-03-02 10:00:00,0.1\n2026-03-02 10:01:00,fast\n' 'badvalue.csv:3: p99: expected a non-negative number, got "fast"' --series "$key"
-bad negative 'time,p99\n2026-03-02 10:00:00,-1\n' 'negative.csv:2: p99: expected a non-negative number' --series "$key"
-bad fraction 'time,count\n2026-03-02 10:00:00,1.5\n' 'fraction.csv:2: count: expected a whole number' --series "$key"
-bad dup 'time,p99\n2026-03-02 10:00:10,0.1\n2026-03-02 10:00:50,0.2\n' 'dup.csv:3: time: a second row for .* in the minute of 2026-03-02 10:00:00 (the first is line 2)' --series "$key"
-bad regex 'time,series,p99\n2026-03-02 10:00:00,"m{a=~""x""}",0.1\n' 'regex.csv:2: series: label a: a series key has only = matchers'
-bad nometric 'time,series,p99\n2026-03-02 10:00:00,"{a=""x""}",0.1\n' 'nometric.csv:2: series: needs a metric name'
-bad ragged 'time,p99\n2026-03-02 10:00:00,0.1,7\n' 'ragged.csv:2' --series "$key"
+bad nostat 'time,series\n'"$t0"',m\n' 'nostat.csv:1: no statistic column'
+bad both 'time,series,p99\n'"$t0"',m,0.1\n' 'both.csv:1: the file has a series column; --series is for files without' --series "$key"
+bad badtime 'time,p99\n'"$t0"',0.1\nyesterday,0.2\n' 'badtime.csv:3: time: .*yesterday' --series "$key"
+bad badvalue 'time,p99\n'"$t0"',0.1\n'"$t1"',fast\n' 'badvalue.csv:3: p99: expected a non-negative number, got "fast"' --series "$key"
+bad negative 'time,p99\n'"$t0"',-1\n' 'negative.csv:2: p99: expected a non-negative number' --series "$key"
+bad fraction 'time,count\n'"$t0"',1.5\n' 'fraction.csv:2: count: expected a whole number' --series "$key"
+bad dup 'time,p99\n'"$(at $((m + 10)))"',0.1\n'"$(at $((m + 50)))"',0.2\n' 'dup.csv:3: time: a second row for .* in the minute of '"$t0"' (the first is line 2)' --series "$key"
+bad regex 'time,series,p99\n'"$t0"',"m{a=~""x""}",0.1\n' 'regex.csv:2: series: label a: a series key has only = matchers'
+bad nometric 'time,series,p99\n'"$t0"',"{a=""x""}",0.1\n' 'nometric.csv:2: series: needs a metric name'
+bad ragged 'time,p99\n'"$t0"',0.1,7\n' 'ragged.csv:2' --series "$key"
 bad empty 'time,p99\n' 'empty.csv: no data rows' --series "$key"
-bad unit 'time,p99\n2026-03-02 10:00:00,0.1\n' '--unit: expected s, ms or us, got "h"' --series "$key" --unit h
+bad unit 'time,p99\n'"$t0"',0.1\n' '--unit: expected s, ms or us, got "h"' --series "$key" --unit h
+# Outside what the store keeps: the gateway would prune it unseen, or it would stay forever.
+bad tooold 'time,p99\n'"$t0"',0.1\n'"$old"',0.2\n' "tooold.csv:3: time: $old is older than the store's history_retention of 35d; accepted are times from .* to before .* UTC (set store.history_retention in the gateway config and pass --config)" --series "$key"
+future=$(at $((now + 86400)))
+bad future 'time,p99\n'"$t0"',0.1\n'"$future"',0.2\n' "future.csv:3: time: $future is in the future; accepted are times from .* to before .* UTC" --series "$key"
 expect 2 "/nonexistent.csv" "$tailguard" import /nonexistent.csv --store "$db" --series "$key"
 expect 2 "give --store or --config, not both" \
   "$tailguard" import "$dir/nab.csv" --store "$db" --config "$dir/gateway.yaml" --series "$key"

@@ -19,6 +19,7 @@ namespace tailguard::server {
 namespace {
 
 using std::chrono::hours;
+using std::chrono::milliseconds;
 using std::chrono::minutes;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
@@ -33,9 +34,9 @@ uint64_t CellSum(const tailguard::Heatmap& h) {
 
 // A registry on a fake clock with one loop over it.
 struct Instance {
-  explicit Instance(WallTime start, store::HistoryStore* history = nullptr)
+  explicit Instance(WallTime start, store::HistoryStore* history = nullptr,
+                    LiveLoopOptions options = {})
       : clock(start), registry(clock) {
-    LiveLoopOptions options;
     options.history = history;
     absl::StatusOr<std::unique_ptr<LiveLoop>> l =
         LiveLoop::Create(registry, AlertConfig{}, options, nullptr);
@@ -208,8 +209,7 @@ TEST_F(LiveLoopTest, ARestartAWeekLaterAnswersFromTheStore) {
       EXPECT_NEAR(p.p99, 0.002, 0.00002);
     }
   }
-  EXPECT_GE(n, 2u * 240);  // the minute points written (the first closes after one tick)
-  EXPECT_LE(n, 2u * 300);
+  EXPECT_EQ(n, 2u * 300);  // five whole minutes, cut at the minute boundaries
   // The last minute point carries the detector's forecast at the tick that closed it.
   EXPECT_FALSE(std::isnan(risk->back().forecast));
 
@@ -218,7 +218,7 @@ TEST_F(LiveLoopTest, ARestartAWeekLaterAnswersFromTheStore) {
       b.loop->History(rank_id, start_, start_ + minutes(5), minutes(5));
   ASSERT_TRUE(old.ok());
   ASSERT_EQ(old->size(), 1u);
-  EXPECT_GE((*old)[0].count, 240u);
+  EXPECT_EQ((*old)[0].count, 300u);
   EXPECT_NEAR((*old)[0].p99, 0.030, 0.0003);
   // The exact span is still the registry's.
   const WallTime now = b.registry.Now();
@@ -271,8 +271,8 @@ TEST_F(LiveLoopTest, StoreFailuresAreCountedNotFatal) {
     a.clock.Advance(seconds(1));
     (*loop)->Tick();
   }
-  // Three minutes began (at 1 s, 61 s, 121 s): three failed writes, and the first prune.
-  EXPECT_EQ((*loop)->history_write_failures(), 4u);
+  // Two minutes ended (at 60 s and 120 s): two failed writes, and the first prune.
+  EXPECT_EQ((*loop)->history_write_failures(), 3u);
   EXPECT_EQ((*loop)->ticks(), 130u);
   std::rewind(log);
   char line[512] = {};
@@ -285,6 +285,157 @@ TEST_F(LiveLoopTest, StoreFailuresAreCountedNotFatal) {
       (*loop)->History(LiveLoop::SeriesId(rank->key()), now - seconds(10), now, seconds(10));
   ASSERT_TRUE(h.ok());
   EXPECT_EQ((*h)[0].count, 10u);
+}
+
+// A minute's point is the window [B - 1 min, B) stamped B, whenever the ticks come: a tick half
+// a second into the minute, one 0.3 s before its end, and one after a 3-minute stall that
+// crossed three boundaries. Every request lands in exactly one minute.
+TEST_F(LiveLoopTest, MinutesAreCutAtWallClockBoundaries) {
+  std::unique_ptr<store::HistoryStore> history = OpenHistory();
+  ASSERT_NE(history, nullptr);
+  ASSERT_EQ(start_.time_since_epoch() % minutes(1), Duration::zero());  // on a boundary
+  Instance a(start_, history.get());
+  Series* rank = a.Get("rank");
+  // Records `n` requests, then moves the clock by `d` and ticks: the requests are attributed to
+  // the middle of the interval since the last tick.
+  auto step = [&](int n, Duration d) {
+    for (int i = 0; i < n; ++i) rank->Record(10'000'000);
+    a.clock.Advance(d);
+    a.loop->Tick();
+  };
+  step(3, milliseconds(500));     // 00:00.5 (middle 00:00.25)
+  step(5, milliseconds(59200));   // 00:59.7 (middle 00:30.1)
+  step(7, milliseconds(800));     // 01:00.5 crosses 01:00 (middle 01:00.1)
+  step(11, milliseconds(59200));  // 01:59.7 (middle 01:30.1)
+  step(13, minutes(3));           // 04:59.7 crosses 02:00, 03:00, 04:00 (middle 03:29.7)
+  step(17, milliseconds(800));    // 05:00.5 crosses 05:00 (middle 05:00.1)
+  step(0, minutes(1));            // 06:00.5 crosses 06:00
+  EXPECT_EQ(a.loop->history_write_failures(), 0u);
+
+  const std::string id = LiveLoop::SeriesId(rank->key());
+  absl::StatusOr<std::vector<store::MinuteRow>> rows =
+      history->ReadPoints(id, start_ - hours(1), start_ + hours(1));
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  std::vector<std::pair<int64_t, uint64_t>> got;  // (seconds after start, count)
+  uint64_t total = 0;
+  for (const store::MinuteRow& r : *rows) {
+    got.emplace_back((r.time - start_) / seconds(1), r.count);
+    total += r.count;
+  }
+  EXPECT_THAT(got,
+              ::testing::ElementsAre(
+                  std::pair<int64_t, uint64_t>{60, 8}, std::pair<int64_t, uint64_t>{120, 18},
+                  std::pair<int64_t, uint64_t>{180, 0}, std::pair<int64_t, uint64_t>{240, 13},
+                  std::pair<int64_t, uint64_t>{300, 0}, std::pair<int64_t, uint64_t>{360, 17}));
+  EXPECT_EQ(total, 3u + 5 + 7 + 11 + 13 + 17);
+  // The in-memory minutes are the same ones: each 1-min column is one minute.
+  absl::StatusOr<std::vector<HistoryPoint>> p =
+      a.loop->History(id, start_, start_ + minutes(6), minutes(1));
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->size(), 6u);
+  EXPECT_EQ((*p)[1].count, 18u);
+  EXPECT_EQ((*p)[3].count, 13u);
+
+  // A stall longer than the fine slot ring (5 min): only the minutes it still holds are cut.
+  step(19, minutes(10));  // 16:00.5 (middle 11:00.5)
+  rows = history->ReadPoints(id, start_ + minutes(6), start_ + hours(1));
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  std::vector<int64_t> times;
+  for (const store::MinuteRow& r : *rows) times.push_back((r.time - start_) / minutes(1));
+  EXPECT_THAT(times, ::testing::ElementsAre(13, 14, 15, 16));
+}
+
+// Per-minute reads stop at the retention, and a range that would still read more than
+// kMaxHistoryMinutes minutes of one series is refused before anything is read.
+TEST_F(LiveLoopTest, HistoryReadsAreBoundedByTheRetentionAndAMinuteLimit) {
+  std::unique_ptr<store::HistoryStore> history = OpenHistory();
+  ASSERT_NE(history, nullptr);
+  const WallTime now = start_ + hours(24 * 365);
+  const std::string key = Cat(kMetric, "{model=\"old\",stage=\"total\"}");
+  store::MinuteRow kept, expired;
+  kept.time = now - hours(24);
+  kept.count = 5;
+  kept.heatmap = EncodeHeatmapRow({{40, 5}});
+  expired.time = now - hours(24 * 40);  // older than the 35 days, not pruned yet
+  expired.count = 7;
+  expired.heatmap = EncodeHeatmapRow({{40, 7}});
+  ASSERT_TRUE(
+      history
+          ->WriteMinutes(std::vector{store::SeriesMinutes{
+              key, std::string(kMetric), {{"model", "old"}, {"stage", "total"}}, {expired, kept}}})
+          .ok());
+  const std::string id = store::HistorySeriesId(key);
+
+  Instance a(now, history.get());
+  // `?from=0&step=1e8`: columns of about three years from 1970 on, the last one past now.
+  const WallTime to = WallTime(seconds(1'800'000'000));
+  ASSERT_GT(to, now);
+  absl::StatusOr<std::vector<HistoryPoint>> h =
+      a.loop->History(id, WallTime(), to, seconds(100'000'000));
+  ASSERT_TRUE(h.ok()) << h.status();
+  uint64_t n = 0;
+  for (const HistoryPoint& p : *h) n += p.count;
+  EXPECT_EQ(n, 5u);  // the expired minute is not read
+  absl::StatusOr<tailguard::Heatmap> m =
+      a.loop->Heatmap(id, now - hours(24 * 60), now, hours(24 * 60));
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(CellSum(*m), 5u);
+
+  // With a ten-year retention the same request would read millions of minutes.
+  LiveLoopOptions long_retention;
+  long_retention.history_retention = hours(24 * 3650);
+  Instance b(now, history.get(), long_retention);
+  h = b.loop->History(id, WallTime(), to, seconds(100'000'000));
+  EXPECT_TRUE(absl::IsInvalidArgument(h.status())) << h.status();
+  EXPECT_THAT(std::string(h.status().message()), HasSubstr("at most 100000 minutes"));
+  EXPECT_THAT(std::string(h.status().message()), HasSubstr("narrow from/to"));
+  m = b.loop->Heatmap(id, WallTime(), to, seconds(100'000'000));
+  EXPECT_TRUE(absl::IsInvalidArgument(m.status())) << m.status();
+  // 100 000 minutes is still answered, and now the 40-day-old minute is in range.
+  h = b.loop->History(id, now - minutes(kMaxHistoryMinutes), now, minutes(kMaxHistoryMinutes));
+  ASSERT_TRUE(h.ok()) << h.status();
+  ASSERT_EQ(h->size(), 1u);
+  EXPECT_EQ((*h)[0].count, 12u);
+  // A `to` far in the future reads no further than the current minute.
+  m = b.loop->Heatmap(id, now - hours(24 * 60), now + hours(24 * 3650), hours(24 * 3650));
+  ASSERT_TRUE(m.ok()) << m.status();
+}
+
+// Pruning deletes a bounded batch per minute until the old minutes are gone.
+TEST_F(LiveLoopTest, PruneDeletesInBoundedBatchesOnFollowingMinutes) {
+  std::unique_ptr<store::HistoryStore> history = OpenHistory();
+  ASSERT_NE(history, nullptr);
+  const std::string key = Cat(kMetric, "{model=\"old\",stage=\"total\"}");
+  store::SeriesMinutes old{key, std::string(kMetric), {{"model", "old"}, {"stage", "total"}}, {}};
+  for (int i = 0; i < 10; ++i) {
+    store::MinuteRow r;
+    r.time = start_ - hours(3) + minutes(i);
+    r.count = 1;
+    old.minutes.push_back(r);
+  }
+  ASSERT_TRUE(history->WriteMinutes(std::vector{old}).ok());
+  const std::string id = store::HistorySeriesId(key);
+  auto left = [&] {
+    absl::StatusOr<std::vector<store::MinuteRow>> rows =
+        history->ReadPoints(id, start_ - hours(4), start_);
+    EXPECT_TRUE(rows.ok()) << rows.status();
+    return rows.ok() ? rows->size() : 0u;
+  };
+
+  LiveLoopOptions options;
+  options.history_retention = hours(1);
+  options.history_prune_batch = 4;
+  Instance a(start_, history.get(), options);
+  a.Run(60);  // the first minute: a prune pass begins
+  EXPECT_EQ(left(), 6u);
+  a.Run(60);  // and goes on the next minutes
+  EXPECT_EQ(left(), 2u);
+  a.Run(60);
+  EXPECT_EQ(left(), 0u);
+  EXPECT_EQ(a.loop->history_write_failures(), 0u);
+  absl::StatusOr<std::optional<store::StoredSeriesInfo>> gone = history->FindSeries(id);
+  ASSERT_TRUE(gone.ok());
+  EXPECT_FALSE(gone->has_value());  // the series left without minutes went too
 }
 
 }  // namespace

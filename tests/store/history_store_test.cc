@@ -166,9 +166,10 @@ TEST_F(HistoryStoreTest, PruneDeletesOldMinutesAndEmptySeries) {
   ASSERT_OK(h->WriteMinutes(
       std::vector{Series("rank", {Minute(t + minutes(1), 0.1), Minute(t + hours(2), 0.1)}),
                   Series("old", {Minute(t + minutes(1), 0.1)})}));
-  absl::StatusOr<int64_t> pruned = h->Prune(t + hours(1));
+  absl::StatusOr<store::PruneResult> pruned = h->Prune(t + hours(1));
   ASSERT_TRUE(pruned.ok()) << pruned.status();
-  EXPECT_EQ(*pruned, 2);
+  EXPECT_EQ(pruned->deleted, 2);
+  EXPECT_TRUE(pruned->done);
   absl::StatusOr<std::vector<store::StoredSeriesInfo>> all = h->ListSeries();
   ASSERT_TRUE(all.ok());
   ASSERT_EQ(all->size(), 1u);
@@ -176,7 +177,8 @@ TEST_F(HistoryStoreTest, PruneDeletesOldMinutesAndEmptySeries) {
   EXPECT_EQ((*all)[0].first, t + hours(2));
   pruned = h->Prune(t + hours(1));
   ASSERT_TRUE(pruned.ok());
-  EXPECT_EQ(*pruned, 0);
+  EXPECT_EQ(pruned->deleted, 0);
+  EXPECT_TRUE(pruned->done);
 }
 
 TEST_F(HistoryStoreTest, ReopenKeepsHistoryAndSharesTheFileWithTheEventStore) {
@@ -256,6 +258,109 @@ TEST_F(HistoryStoreTest, ReadsDoNotWaitForAnOpenWriteTransaction) {
   ASSERT_TRUE(rows.ok()) << rows.status();
   EXPECT_EQ(rows->size(), 1u);  // the committed state
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+}
+
+// An import is checked whole, then written in chunks: between two chunks another connection
+// (a gateway on the same file) can take the write lock at once.
+TEST_F(HistoryStoreTest, ImportWritesInChunksThatLetOtherWritersIn) {
+  std::unique_ptr<HistoryStore> h = Open();
+  const WallTime t = T0();
+  absl::StatusOr<store::Database> other = store::Database::Open(Path());
+  ASSERT_TRUE(other.ok());
+  ASSERT_OK(other->Exec("PRAGMA busy_timeout = 0"));  // fail at once rather than wait
+  store::ImportOptions options;
+  options.rows_per_transaction = 2;
+  std::vector<int64_t> progress;
+  std::vector<bool> other_got_in;
+  options.progress = [&](int64_t points) {
+    progress.push_back(points);
+    absl::StatusOr<store::Transaction> tx = store::Transaction::Begin(*other);
+    other_got_in.push_back(tx.ok());
+  };
+  absl::StatusOr<store::ImportSummary> s = h->ImportPoints(
+      std::vector{Series("rank", {Minute(t + minutes(1), 0.1), Minute(t + minutes(2), 0.1),
+                                  Minute(t + minutes(3), 0.1)}),
+                  Series("risk", {Minute(t + minutes(1), 0.1), Minute(t + minutes(2), 0.1)})},
+      options);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->series, 2);
+  EXPECT_EQ(s->points, 5);
+  EXPECT_THAT(progress, ElementsAre(2, 4, 5));
+  EXPECT_THAT(other_got_in, ElementsAre(true, true, true));
+  absl::StatusOr<std::vector<store::StoredSeriesInfo>> all = h->ListSeries();
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].first, t + minutes(1));  // first_at and last_at span every chunk
+  EXPECT_EQ((*all)[0].last, t + minutes(3));
+
+  // A bad row anywhere in the batch: nothing is written, not even the chunks before it.
+  MinuteRow corrupt = Minute(t + minutes(9), 0.1);
+  corrupt.heatmap = "\x07garbage";
+  s = h->ImportPoints(std::vector{Series("new", {Minute(t + minutes(8), 0.1)}),
+                                  Series("newer", {Minute(t + minutes(8), 0.1), corrupt})},
+                      options);
+  EXPECT_TRUE(absl::IsInvalidArgument(s.status())) << s.status();
+  all = h->ListSeries();
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 2u);
+}
+
+TEST_F(HistoryStoreTest, VisitMinutesStepsThroughRowsWithDecodedHeatmaps) {
+  std::unique_ptr<HistoryStore> h = Open();
+  const WallTime t = T0();
+  ASSERT_OK(h->WriteMinutes(std::vector{
+      Series("rank", {Minute(t + minutes(1), 0.1, {{40, 100}}), Minute(t + minutes(2), 0.2)})}));
+  const std::string id = store::HistorySeriesId(SeriesKey("rank"));
+  std::vector<std::pair<WallTime, size_t>> seen;  // time, heatmap cells (0 for none)
+  ASSERT_OK(h->VisitMinutes(id, t, t + hours(1), /*heatmaps=*/true,
+                            [&](const MinuteRow& r, const HeatmapRow* row) {
+                              EXPECT_TRUE(r.heatmap.empty());
+                              seen.emplace_back(r.time, row == nullptr ? 0 : row->size());
+                            }));
+  EXPECT_THAT(seen, ElementsAre(std::pair{t + minutes(1), size_t{1}},
+                                std::pair{t + minutes(2), size_t{0}}));
+  size_t n = 0;
+  ASSERT_OK(h->VisitMinutes(id, t, t + hours(1), /*heatmaps=*/false,
+                            [&](const MinuteRow&, const HeatmapRow* row) {
+                              EXPECT_EQ(row, nullptr);
+                              ++n;
+                            }));
+  EXPECT_EQ(n, 2u);
+}
+
+// After the retention is lowered, each prune deletes a bounded batch (oldest series first), so
+// no single transaction deletes millions of rows; calls continue until done.
+TEST_F(HistoryStoreTest, PruneDeletesInBoundedBatches) {
+  std::unique_ptr<HistoryStore> h = Open();
+  const WallTime t = T0();
+  std::vector<MinuteRow> a, b;
+  for (int i = 1; i <= 5; ++i) a.push_back(Minute(t + minutes(i), 0.1));
+  a.push_back(Minute(t + hours(2), 0.1));
+  for (int i = 1; i <= 4; ++i) b.push_back(Minute(t + minutes(i), 0.1));
+  ASSERT_OK(h->WriteMinutes(std::vector{Series("a", a), Series("b", b)}));
+  std::vector<int64_t> deleted;
+  for (int call = 0; call < 10; ++call) {
+    absl::StatusOr<store::PruneResult> r = h->Prune(t + hours(1), 3);
+    ASSERT_TRUE(r.ok()) << r.status();
+    deleted.push_back(r->deleted);
+    if (r->done) break;
+    // Between batches the series' first minute follows what is left.
+    absl::StatusOr<std::vector<store::StoredSeriesInfo>> all = h->ListSeries();
+    ASSERT_TRUE(all.ok());
+    for (const store::StoredSeriesInfo& s : *all) {
+      absl::StatusOr<std::vector<MinuteRow>> rows = h->ReadPoints(s.id, WallTime(), t + hours(3));
+      ASSERT_TRUE(rows.ok());
+      ASSERT_FALSE(rows->empty());
+      EXPECT_EQ(s.first, rows->front().time) << s.key;
+    }
+  }
+  EXPECT_THAT(deleted, ElementsAre(3, 3, 3));
+  absl::StatusOr<std::vector<store::StoredSeriesInfo>> all = h->ListSeries();
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 1u);
+  EXPECT_EQ((*all)[0].key, SeriesKey("a"));
+  EXPECT_EQ((*all)[0].first, t + hours(2));
+  EXPECT_TRUE(absl::IsInvalidArgument(h->Prune(t, 0).status()));
 }
 
 }  // namespace
