@@ -596,28 +596,37 @@ absl::Status LiveLoop::VisitMinutes(
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<HistoryPoint>> LiveLoop::History(std::string_view id, WallTime from,
-                                                            WallTime to, Duration step) const {
+absl::StatusOr<LiveLoop::Plan> LiveLoop::PlanRange(std::string_view id, WallTime from, WallTime to,
+                                                   Duration step) const {
   if (step <= Duration::zero()) return absl::InvalidArgumentError("step must be positive");
   if (to < from) return absl::InvalidArgumentError("`to` is before `from`");
   absl::StatusOr<Series*> series = Resolve(id);
   if (!series.ok()) return series.status();
   absl::StatusOr<std::vector<Column>> columns = Columns(*series, from, to, step);
   if (!columns.ok()) return columns.status();
-  const Duration old_step = std::max(step, Duration(std::chrono::minutes(1)));
+  return Plan{*series, *std::move(columns), std::max(step, Duration(std::chrono::minutes(1)))};
+}
+
+absl::StatusOr<std::vector<HistoryPoint>> LiveLoop::History(std::string_view id, WallTime from,
+                                                            WallTime to, Duration step) const {
+  absl::StatusOr<Plan> plan = PlanRange(id, from, to, step);
+  if (!plan.ok()) return plan.status();
+  Series* const series = plan->series;
+  const std::vector<Column>& columns = plan->columns;
+  const Duration old_step = plan->old_step;
 
   std::vector<HistoryPoint> out;
-  out.reserve(columns->size());
-  for (const Column& c : *columns) {
+  out.reserve(columns.size());
+  for (const Column& c : columns) {
     out.emplace_back();
     out.back().time = c.end;
   }
   // The per-minute columns are a prefix; each minute is folded into its column as it is read.
-  const ColumnIndex old(*columns, old_step);
+  const ColumnIndex old(columns, old_step);
   if (old.size() > 0) {
     std::vector<double> weighted_mean(old.size(), 0);
     absl::Status s =
-        VisitMinutes(id, *series, (*columns)[0].end - old_step, (*columns)[old.size() - 1].end,
+        VisitMinutes(id, series, columns[0].end - old_step, columns[old.size() - 1].end,
                      /*heatmaps=*/false, [&](const HistoryPoint& m, const HeatmapRow*) {
                        const std::optional<size_t> k = old.Of(m.time);
                        if (k) Fold(m, out[*k], weighted_mean[*k]);
@@ -629,15 +638,15 @@ absl::StatusOr<std::vector<HistoryPoint>> LiveLoop::History(std::string_view id,
   }
 
   std::deque<TickScore> scores;
-  if (*series != nullptr && old.size() < columns->size()) {
+  if (series != nullptr && old.size() < columns.size()) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = states_.find(*series);
+    auto it = states_.find(series);
     if (it != states_.end()) scores = it->second->scores;
   }
-  for (size_t k = old.size(); k < columns->size(); ++k) {
-    const WallTime t = (*columns)[k].end;
+  for (size_t k = old.size(); k < columns.size(); ++k) {
+    const WallTime t = columns[k].end;
     HistoryPoint& p = out[k];
-    FillStats((*series)->Window(step, t), p);
+    FillStats(series->Window(step, t), p);
     // The score of the last tick at or before t.
     auto s = std::upper_bound(scores.begin(), scores.end(), t,
                               [](WallTime v, const TickScore& x) { return v < x.time; });
@@ -657,19 +666,17 @@ absl::StatusOr<std::vector<HistoryPoint>> LiveLoop::History(std::string_view id,
 
 absl::StatusOr<tailguard::Heatmap> LiveLoop::Heatmap(std::string_view id, WallTime from,
                                                      WallTime to, Duration step) const {
-  if (step <= Duration::zero()) return absl::InvalidArgumentError("step must be positive");
-  if (to < from) return absl::InvalidArgumentError("`to` is before `from`");
-  absl::StatusOr<Series*> series = Resolve(id);
-  if (!series.ok()) return series.status();
-  absl::StatusOr<std::vector<Column>> columns = Columns(*series, from, to, step);
-  if (!columns.ok()) return columns.status();
-  const Duration old_step = std::max(step, Duration(std::chrono::minutes(1)));
+  absl::StatusOr<Plan> plan = PlanRange(id, from, to, step);
+  if (!plan.ok()) return plan.status();
+  Series* const series = plan->series;
+  const std::vector<Column>& columns = plan->columns;
+  const Duration old_step = plan->old_step;
 
   std::vector<WallTime> times;
-  times.reserve(columns->size());
-  for (const Column& c : *columns) times.push_back(c.end);
-  std::vector<HeatmapRow> rows(columns->size());
-  const ColumnIndex old(*columns, old_step);
+  times.reserve(columns.size());
+  for (const Column& c : columns) times.push_back(c.end);
+  std::vector<HeatmapRow> rows(columns.size());
+  const ColumnIndex old(columns, old_step);
   if (old.size() > 0) {
     // Minutes arrive oldest first, so one dense row at a time: the column being filled.
     std::vector<uint64_t> dense(kHeatmapBucketCount, 0);
@@ -681,7 +688,7 @@ absl::StatusOr<tailguard::Heatmap> LiveLoop::Heatmap(std::string_view id, WallTi
       filling.reset();
     };
     absl::Status s =
-        VisitMinutes(id, *series, (*columns)[0].end - old_step, (*columns)[old.size() - 1].end,
+        VisitMinutes(id, series, columns[0].end - old_step, columns[old.size() - 1].end,
                      /*heatmaps=*/true, [&](const HistoryPoint& m, const HeatmapRow* row) {
                        const std::optional<size_t> k = old.Of(m.time);
                        if (!k || row == nullptr) return;
@@ -694,8 +701,8 @@ absl::StatusOr<tailguard::Heatmap> LiveLoop::Heatmap(std::string_view id, WallTi
     if (!s.ok()) return s;
     flush();
   }
-  for (size_t k = old.size(); k < columns->size(); ++k) {
-    rows[k] = HeatmapRowOf((*series)->Window(step, (*columns)[k].end));
+  for (size_t k = old.size(); k < columns.size(); ++k) {
+    rows[k] = HeatmapRowOf(series->Window(step, columns[k].end));
   }
   return MakeHeatmap(std::move(times), rows);
 }

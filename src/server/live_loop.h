@@ -219,6 +219,16 @@ class LiveLoop final : private AlertSink {
   // The columns of History() and Heatmap(); InvalidArgument as History().
   absl::StatusOr<std::vector<Column>> Columns(Series* series, WallTime from, WallTime to,
                                               Duration step) const;
+  // What History() and Heatmap() both start from: the arguments checked, the series resolved
+  // (nullptr when only the store knows it) and its columns; NotFound and InvalidArgument as
+  // History().
+  struct Plan {
+    Series* series = nullptr;
+    std::vector<Column> columns;
+    Duration old_step{};  // the step of the per-minute columns: at least a minute
+  };
+  absl::StatusOr<Plan> PlanRange(std::string_view id, WallTime from, WallTime to,
+                                 Duration step) const;
   // Calls `visit` for each per-minute entry of `id` with lo < time <= hi, oldest first: from
   // the store those older than the oldest in memory, then the in-memory ones; with `heatmaps`
   // also the minute's heatmap row (nullptr when unknown). Nothing is materialised. The range is
