@@ -5,7 +5,7 @@
 # CMakePresets.json); build trees live under build/<preset>.
 
 JOBS ?= $(shell nproc)
-FUZZ_SECONDS ?= 20
+FUZZ_SECONDS ?= 15
 TAILGUARD = build/release/apps/tailguard/tailguard
 
 .PHONY: all deps build run test test-release test-asan test-tsan fuzz bench format clean
