@@ -374,9 +374,17 @@ int RunDemo(const DemoFlags& flags) {
     return 1;
   }
 
-  // The gateway.
+  // The gateway, with an event store in a directory of its own for the run, so the dashboard's
+  // alerts view can acknowledge and silence (nothing is delivered: the demo rules name no
+  // receivers). In memory only when no directory can be made.
+  TempDir store_dir;
+  char store_template[] = "/tmp/tailguard-demo-XXXXXX";
+  if (mkdtemp(store_template) != nullptr) store_dir.path = store_template;
+  const std::string store_path =
+      store_dir.path.empty() ? ""
+                             : (std::filesystem::path(store_dir.path) / "tailguard.db").string();
   const std::string yaml = Cat(
-      "listen: \"", flags.listen, "\"\nthreads: 2\ntick: 1s\nstore: {path: \"\"}\n",
+      "listen: \"", flags.listen, "\"\nthreads: 2\ntick: 1s\nstore: {path: \"", store_path, "\"}\n",
       "routes:\n  - {name: models, prefix: /v2/models/, backend: local}\n", "models:\n",
       "  - name: risk\n    features: {input: user_id, prefix: \"user:\"}\n",
       "    max_batch_size: 8\n    workers: 4\n", "    profile_sample_rate: 0.02\n    versions:\n",

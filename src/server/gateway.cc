@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -93,6 +94,38 @@ void StripHopByHop(Fields& fields) {
 
 std::string_view View(beast::string_view s) { return {s.data(), s.size()}; }
 beast::string_view Bsv(std::string_view s) { return {s.data(), s.size()}; }
+
+// A header's fields and blank line, as Beast's serializer writes them.
+template <class Fields>
+void AppendFields(const Fields& fields, std::string& out) {
+  for (const auto& f : fields) {
+    out.append(View(f.name_string())).append(": ").append(View(f.value())).append("\r\n");
+  }
+  out.append("\r\n");
+}
+
+// The bytes Beast's serializer writes for a header whose body is not chunked: built into a
+// reused string and sent with the body in one gather write, which costs a fraction of the
+// serializer's generic buffer sequences.
+void SerializeHead(const http::request_header<>& h, std::string& out) {
+  out.clear();
+  out.append(View(h.method_string())).append(" ").append(View(h.target())).append(" HTTP/");
+  out.append({static_cast<char>('0' + h.version() / 10), '.',
+              static_cast<char>('0' + h.version() % 10), '\r', '\n'});
+  AppendFields(h, out);
+}
+
+void SerializeHead(const http::response_header<>& h, std::string& out) {
+  out.clear();
+  const unsigned code = h.result_int();
+  out.append({'H', 'T', 'T', 'P', '/', static_cast<char>('0' + h.version() / 10), '.',
+              static_cast<char>('0' + h.version() % 10), ' ', static_cast<char>('0' + code / 100),
+              static_cast<char>('0' + code / 10 % 10), static_cast<char>('0' + code % 10), ' '});
+  const beast::string_view reason = h.reason();
+  out.append(View(reason.empty() ? http::obsolete_reason(static_cast<http::status>(code)) : reason));
+  out.append("\r\n");
+  AppendFields(h, out);
+}
 
 int64_t UnixNanos(WallTime t) { return t.time_since_epoch().count(); }
 
@@ -183,6 +216,7 @@ struct UpstreamConn {
   explicit UpstreamConn(net::io_context& ioc) : stream(ioc) {}
   beast::tcp_stream stream;
   beast::flat_buffer buffer;
+  std::string head;  // the serialized request header being written (reused)
 };
 
 // A client connection, as the worker tracks it for draining.
@@ -686,7 +720,13 @@ awaitable<bool> Worker::Proxy(beast::tcp_stream& client, const std::string& peer
     Add(up.requests);
     x.upstream_start = g_.clock.MonotonicNow();
     conn->stream.expires_at(deadline);
-    co_await http::async_write(conn->stream, req, Token(ec));
+    // Neither message is chunked (Transfer-Encoding is stripped as hop-by-hop), so the header
+    // and the body go out as they are, in one gather write.
+    SerializeHead(req, conn->head);
+    co_await net::async_write(
+        conn->stream,
+        std::array<net::const_buffer, 2>{net::buffer(conn->head), net::buffer(req.body())},
+        Token(ec));
     if (!ec) {
       header.emplace();
       header->header_limit(kMaxUpstreamHeaderBytes);
@@ -778,7 +818,12 @@ awaitable<bool> Worker::Proxy(beast::tcp_stream& client, const std::string& peer
         }
         response_bytes = res.body().size();
         client.expires_after(g_.config().timeouts.request);
-        co_await http::async_write(client, res, Token(ec));
+        std::string out;
+        out.reserve(256);
+        SerializeHead(res, out);
+        co_await net::async_write(
+            client, std::array<net::const_buffer, 2>{net::buffer(out), net::buffer(res.body())},
+            Token(ec));
         ok = !ec;
       }
     } else {
