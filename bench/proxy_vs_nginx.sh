@@ -103,6 +103,10 @@ start_nginx() {
 start_tailguard() {
   cat >"$tmp/tailguard.yaml" <<EOF
 listen: 127.0.0.1:$put_port
+# The dashboard would answer GET / itself (before the routes).
+dashboard: false
+# Nothing to keep: no event store file.
+store: {path: ""}
 routes:
   - name: bench
     prefix: /

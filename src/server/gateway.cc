@@ -16,6 +16,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <charconv>
+#include <cstring>
 #include <list>
 #include <thread>
 
@@ -40,8 +41,15 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
-using net::awaitable;
-using net::use_awaitable;
+// Sockets, streams and coroutines bound to their worker's io_context by type, not through the
+// polymorphic any_io_executor (which costs a move of a type-erased executor in every
+// operation and every resumption).
+using Executor = net::io_context::executor_type;
+using Stream = beast::basic_stream<tcp, Executor>;
+using Socket = Stream::socket_type;
+template <class T>
+using awaitable = net::awaitable<T, Executor>;
+constexpr net::use_awaitable_t<Executor> use_awaitable;
 
 // Distinct (model, version) pairs per route before new ones are counted under model="other":
 // model names come from request paths and bodies, and must not grow the series without bound.
@@ -61,6 +69,9 @@ bool IsParseError(const beast::error_code& ec) {
 
 auto Token(beast::error_code& ec) { return net::redirect_error(use_awaitable, ec); }
 
+std::string_view View(beast::string_view s) { return {s.data(), s.size()}; }
+beast::string_view Bsv(std::string_view s) { return {s.data(), s.size()}; }
+
 // Headers that describe one hop, not the message (RFC 9110 7.6.1), and must not be forwarded.
 bool HopByHop(http::field f) {
   switch (f) {
@@ -79,11 +90,77 @@ bool HopByHop(http::field f) {
   }
 }
 
+// The value of the first field `name` ("" if none). The data path looks fields up this way: a
+// scan of a request's or response's few fields costs a fraction of Beast's lookup by name
+// (about 300 instructions), and finds the same field.
+template <class Fields>
+beast::string_view FieldValue(const Fields& fields, http::field name) {
+  for (const auto& f : fields) {
+    if (f.name() == name) return f.value();
+  }
+  return {};
+}
+
+template <class Fields>
+beast::string_view FieldValue(const Fields& fields, std::string_view name) {
+  for (const auto& f : fields) {
+    const beast::string_view n = f.name_string();
+    if (n.size() == name.size() &&
+        beast::iequals(n, beast::string_view(name.data(), name.size()))) {
+      return f.value();
+    }
+  }
+  return {};
+}
+
+template <class Fields>
+bool HasField(const Fields& fields, http::field name) {
+  return std::any_of(fields.begin(), fields.end(),
+                     [name](const auto& f) { return f.name() == name; });
+}
+
+// message::keep_alive(), with the Connection field found by a scan.
+template <class Fields>
+bool KeepAlive(const Fields& fields, unsigned version) {
+  const auto it = std::find_if(fields.begin(), fields.end(),
+                               [](const auto& f) { return f.name() == http::field::connection; });
+  if (version < 11) return it != fields.end() && http::token_list{it->value()}.exists("keep-alive");
+  return it == fields.end() || !http::token_list{it->value()}.exists("close");
+}
+
+// message::keep_alive(keep), skipped where it changes nothing: HTTP/1.1, kept alive and no
+// Connection field (the usual case once hop-by-hop fields are stripped).
+template <class Message>
+void SetKeepAlive(Message& m, bool keep) {
+  if (m.version() >= 11 && keep && !HasField(m, http::field::connection)) return;
+  m.keep_alive(keep);
+}
+
+// message::content_length(n) on a message without Transfer-Encoding, skipped where it changes
+// nothing: the only Content-Length field is already the last and says `n`.
+template <class Message>
+void SetContentLength(Message& m, uint64_t n) {
+  size_t count = 0;
+  for (const auto& f : m) count += f.name() == http::field::content_length ? 1 : 0;
+  if (count == 1 && !HasField(m, http::field::transfer_encoding)) {
+    const auto& last = *std::prev(m.end());
+    char digits[24];
+    const auto r = std::to_chars(std::begin(digits), std::end(digits), n);
+    if (last.name() == http::field::content_length &&
+        View(last.value()) == std::string_view(digits, static_cast<size_t>(r.ptr - digits))) {
+      return;
+    }
+  }
+  m.content_length(n);
+}
+
 template <class Fields>
 void StripHopByHop(Fields& fields) {
   // Connection may name further hop-by-hop headers.
   std::vector<std::string> named;
-  for (auto part : http::token_list(fields[http::field::connection])) {
+  for (auto part : http::token_list(FieldValue(fields, http::field::connection))) {
+    // The usual "keep-alive" names a header the loop below removes anyway: no copy needed.
+    if (HopByHop(http::string_to_field(part))) continue;
     named.emplace_back(part);
   }
   for (const std::string& n : named) fields.erase(n);
@@ -92,8 +169,17 @@ void StripHopByHop(Fields& fields) {
   }
 }
 
-std::string_view View(beast::string_view s) { return {s.data(), s.size()}; }
-beast::string_view Bsv(std::string_view s) { return {s.data(), s.size()}; }
+// Sends what the socket takes at once (it is non-blocking), and returns the number of bytes
+// sent; `ec` is set on a failure other than would_block. A small message almost always goes
+// whole, which spares the asynchronous write, its timer and a resumption of the coroutine; the
+// caller writes any rest asynchronously, under the stream's timeout.
+size_t TrySend(Stream& stream, const std::array<net::const_buffer, 2>& buffers,
+               beast::error_code& ec) {
+  if (!stream.socket().non_blocking()) return 0;
+  const size_t n = stream.socket().send(buffers, 0, ec);
+  if (ec == net::error::would_block || ec == net::error::try_again) ec = {};
+  return ec ? 0 : n;
+}
 
 // A header's fields and blank line, as Beast's serializer writes them.
 template <class Fields>
@@ -122,7 +208,8 @@ void SerializeHead(const http::response_header<>& h, std::string& out) {
               static_cast<char>('0' + h.version() % 10), ' ', static_cast<char>('0' + code / 100),
               static_cast<char>('0' + code / 10 % 10), static_cast<char>('0' + code % 10), ' '});
   const beast::string_view reason = h.reason();
-  out.append(View(reason.empty() ? http::obsolete_reason(static_cast<http::status>(code)) : reason));
+  out.append(
+      View(reason.empty() ? http::obsolete_reason(static_cast<http::status>(code)) : reason));
   out.append("\r\n");
   AppendFields(h, out);
 }
@@ -214,14 +301,14 @@ namespace {
 // A connection to an upstream server, owned by one worker.
 struct UpstreamConn {
   explicit UpstreamConn(net::io_context& ioc) : stream(ioc) {}
-  beast::tcp_stream stream;
+  Stream stream;
   beast::flat_buffer buffer;
   std::string head;  // the serialized request header being written (reused)
 };
 
 // A client connection, as the worker tracks it for draining.
 struct SessionEntry {
-  beast::tcp_stream* stream = nullptr;
+  Stream* stream = nullptr;
   bool idle = true;  // waiting for the next request
 };
 
@@ -248,7 +335,7 @@ struct Tracing {
 
 Tracing StartTrace(const http::request<http::string_body>& req) {
   Tracing t;
-  t.incoming = ParseTraceparent(View(req["traceparent"]));
+  t.incoming = ParseTraceparent(View(FieldValue(req, "traceparent")));
   t.trace.trace_id = t.incoming ? t.incoming->trace_id : NewTraceId();
   t.trace.span_id = NewSpanId();
   t.trace.flags = t.incoming ? t.incoming->flags : 0;
@@ -286,24 +373,26 @@ class Worker {
     });
   }
 
-  awaitable<void> Session(tcp::socket socket);
+  awaitable<void> Session(Socket socket);
 
  private:
-  awaitable<bool> Handle(beast::tcp_stream& client, const std::string& peer,
+  awaitable<bool> Handle(Stream& client, const std::string& peer,
                          http::request<http::string_body>& req, MonoTime start, bool keep_alive);
-  awaitable<bool> Admin(beast::tcp_stream& client, http::request<http::string_body>& req,
-                        bool keep_alive);
+  // A request no route matches.
+  awaitable<bool> NotFound(Stream& client, const http::request<http::string_body>& req,
+                           std::string_view path, bool keep_alive);
+  awaitable<bool> Admin(Stream& client, http::request<http::string_body>& req, bool keep_alive);
   // The embedded dashboard's files, answered on this worker (they are static bytes).
-  awaitable<bool> Dashboard(beast::tcp_stream& client, const http::request<http::string_body>& req,
+  awaitable<bool> Dashboard(Stream& client, const http::request<http::string_body>& req,
                             std::string_view path, bool keep_alive);
-  awaitable<bool> Proxy(beast::tcp_stream& client, const std::string& peer,
+  awaitable<bool> Proxy(Stream& client, const std::string& peer,
                         http::request<http::string_body>& req, size_t route, MonoTime start,
                         bool keep_alive);
   // A request on a `backend: local` route: answered by the built-in model backend.
-  awaitable<bool> Local(beast::tcp_stream& client, http::request<http::string_body>& req,
-                        size_t route, MonoTime start, bool keep_alive);
-  awaitable<bool> WriteError(beast::tcp_stream& client, unsigned version, bool keep_alive,
-                             http::status status, std::string_view code, std::string_view message);
+  awaitable<bool> Local(Stream& client, http::request<http::string_body>& req, size_t route,
+                        MonoTime start, bool keep_alive);
+  awaitable<bool> WriteError(Stream& client, unsigned version, bool keep_alive, http::status status,
+                             std::string_view code, std::string_view message);
   // A connection to upstream `u`: an idle one, or a new one. Null with `ec` set on failure.
   awaitable<std::unique_ptr<UpstreamConn>> Acquire(size_t u, MonoTime deadline, bool& reused,
                                                    beast::error_code& ec);
@@ -329,9 +418,12 @@ class Worker {
   std::vector<std::vector<LabelSet>> labels_;
   // (metrics, Server-Timing name) -> series, nullptr over the cap.
   absl::flat_hash_map<std::pair<const RequestMetrics*, std::string>, Series*> stages_;
+  // An answer's serialised header between SerializeHead() and TrySend(), which do not suspend:
+  // shared by the worker's sessions, so its capacity is kept.
+  std::string head_;
 };
 
-awaitable<void> Worker::Session(tcp::socket socket) {
+awaitable<void> Worker::Session(Socket socket) {
   GatewayCounters& c = g_.counters;
   const auto& cfg = g_.config();
   if (static_cast<size_t>(c.connections_active.fetch_add(1, std::memory_order_relaxed)) >=
@@ -345,11 +437,12 @@ awaitable<void> Worker::Session(tcp::socket socket) {
   Add(c.connections_accepted);
   beast::error_code ec;
   socket.set_option(tcp::no_delay(true), ec);
+  socket.non_blocking(true, ec);  // for TrySend()
   const std::string peer = [&] {
     const tcp::endpoint e = socket.remote_endpoint(ec);
     return ec ? std::string() : e.address().to_string();
   }();
-  beast::tcp_stream client(std::move(socket));
+  Stream client(std::move(socket));
   beast::flat_buffer buffer;
   auto entry = sessions_.insert(sessions_.end(), SessionEntry{&client, true});
 
@@ -385,7 +478,8 @@ awaitable<void> Worker::Session(tcp::socket socket) {
     }
     const MonoTime start = g_.clock.MonotonicNow();
     http::request<http::string_body>& head = parser.get();
-    if (head.version() >= 11 && beast::iequals(head[http::field::expect], "100-continue")) {
+    if (head.version() >= 11 &&
+        beast::iequals(FieldValue(head, http::field::expect), "100-continue")) {
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       co_await net::async_write(client, net::buffer(kContinue.data(), kContinue.size()), Token(ec));
       if (ec) break;
@@ -411,7 +505,8 @@ awaitable<void> Worker::Session(tcp::socket socket) {
       }
     }
     http::request<http::string_body> req = parser.release();
-    const bool keep_alive = req.keep_alive() && !g_.draining.load(std::memory_order_relaxed);
+    const bool keep_alive =
+        KeepAlive(req, req.version()) && !g_.draining.load(std::memory_order_relaxed);
     c.in_flight.fetch_add(1, std::memory_order_relaxed);
     const bool ok = co_await Handle(client, peer, req, start, keep_alive);
     c.in_flight.fetch_sub(1, std::memory_order_relaxed);
@@ -423,7 +518,7 @@ awaitable<void> Worker::Session(tcp::socket socket) {
   c.connections_active.fetch_sub(1, std::memory_order_relaxed);
 }
 
-awaitable<bool> Worker::WriteError(beast::tcp_stream& client, unsigned version, bool keep_alive,
+awaitable<bool> Worker::WriteError(Stream& client, unsigned version, bool keep_alive,
                                    http::status status, std::string_view code,
                                    std::string_view message) {
   http::response<http::string_body> res{status, version};
@@ -438,31 +533,35 @@ awaitable<bool> Worker::WriteError(beast::tcp_stream& client, unsigned version, 
   co_return !ec;
 }
 
-awaitable<bool> Worker::Handle(beast::tcp_stream& client, const std::string& peer,
+// Not a coroutine: it hands back the handler's own awaitable, which saves a coroutine frame and
+// a resumption per request. Everything the handlers refer to lives in Session's frame.
+awaitable<bool> Worker::Handle(Stream& client, const std::string& peer,
                                http::request<http::string_body>& req, MonoTime start,
                                bool keep_alive) {
   const std::string_view target = View(req.target());
   const std::string_view path = target.substr(0, target.find('?'));
-  if (Api::Handles(path)) co_return co_await Admin(client, req, keep_alive);
+  if (Api::Handles(path)) return Admin(client, req, keep_alive);
   if ((path == "/" || path.starts_with("/assets/")) && !g_.options.dashboard.empty() &&
       g_.config().dashboard) {
-    co_return co_await Dashboard(client, req, path, keep_alive);
+    return Dashboard(client, req, path, keep_alive);
   }
   const RouteConfig* route = MatchRoute(g_.config(), path);
-  if (route == nullptr) {
-    Add(g_.counters.not_found);
-    co_return co_await WriteError(client, req.version(), keep_alive, http::status::not_found,
-                                  "not_found",
-                                  Cat("no route for ", path,
-                                      "; the configured prefixes are listed under routes: in the "
-                                      "gateway configuration"));
-  }
+  if (route == nullptr) return NotFound(client, req, path, keep_alive);
   const size_t index = static_cast<size_t>(route - g_.config().routes.data());
-  co_return co_await Proxy(client, peer, req, index, start, keep_alive);
+  return Proxy(client, peer, req, index, start, keep_alive);
 }
 
-awaitable<bool> Worker::Dashboard(beast::tcp_stream& client,
-                                  const http::request<http::string_body>& req,
+awaitable<bool> Worker::NotFound(Stream& client, const http::request<http::string_body>& req,
+                                 std::string_view path, bool keep_alive) {
+  Add(g_.counters.not_found);
+  co_return co_await WriteError(client, req.version(), keep_alive, http::status::not_found,
+                                "not_found",
+                                Cat("no route for ", path,
+                                    "; the configured prefixes are listed under routes: in the "
+                                    "gateway configuration"));
+}
+
+awaitable<bool> Worker::Dashboard(Stream& client, const http::request<http::string_body>& req,
                                   std::string_view path, bool keep_alive) {
   const DashboardAsset* asset = FindDashboardAsset(g_.options.dashboard, path);
   if (asset == nullptr) {
@@ -501,7 +600,7 @@ awaitable<bool> Worker::Dashboard(beast::tcp_stream& client,
   co_return !ec;
 }
 
-awaitable<bool> Worker::Admin(beast::tcp_stream& client, http::request<http::string_body>& req,
+awaitable<bool> Worker::Admin(Stream& client, http::request<http::string_body>& req,
                               bool keep_alive) {
   const ApiRequest request{View(req.method_string()),
                            View(req.target()),
@@ -515,7 +614,7 @@ awaitable<bool> Worker::Admin(beast::tcp_stream& client, http::request<http::str
   const Api& api = *g_.api;
   ApiResponse r = co_await net::co_spawn(
       g_.control.get_executor(),
-      [&api, &request]() -> awaitable<ApiResponse> {
+      [&api, &request]() -> net::awaitable<ApiResponse> {
         // An exception must not escape into the session: it would skip the connection's
         // bookkeeping and leave the client without an answer.
         try {
@@ -582,6 +681,7 @@ awaitable<std::unique_ptr<UpstreamConn>> Worker::Acquire(size_t u, MonoTime dead
   co_await conn->stream.async_connect(g_.upstream_endpoints[u], Token(ec));
   if (ec) co_return nullptr;
   conn->stream.socket().set_option(tcp::no_delay(true), ec);
+  conn->stream.socket().non_blocking(true, ec);  // for TrySend()
   ec = {};
   co_return conn;
 }
@@ -593,7 +693,7 @@ void Worker::Release(size_t u, std::unique_ptr<UpstreamConn> conn) {
   idle_[u].push_back(std::move(conn));
 }
 
-awaitable<bool> Worker::Proxy(beast::tcp_stream& client, const std::string& peer,
+awaitable<bool> Worker::Proxy(Stream& client, const std::string& peer,
                               http::request<http::string_body>& req, size_t route_index,
                               MonoTime start, bool keep_alive) {
   const RouteRuntime& route = g_.routes[route_index];
@@ -670,21 +770,30 @@ awaitable<bool> Worker::Proxy(beast::tcp_stream& client, const std::string& peer
   const std::array<uint8_t, 8>& client_span = tracing.client_span;
   TraceContext forwarded = trace;
   forwarded.span_id = client_span;
-  x.record.set_trace(trace.TraceIdHex());
+  char trace_hex[32];
+  HexEncodeTo(trace.trace_id, trace_hex);
+  x.record.set_trace(std::string_view(trace_hex, sizeof(trace_hex)));
 
   // The request as the upstream sees it.
   const unsigned client_version = req.version();
   const bool head = req.method() == http::verb::head;
   StripHopByHop(req);
-  req.erase(http::field::expect);
-  req.set("traceparent", FormatTraceparent(forwarded));
+  if (HasField(req, http::field::expect)) req.erase(http::field::expect);
+  char traceparent[55];  // FormatTraceparent(forwarded), without a string
+  std::memcpy(traceparent, "00-", 3);
+  HexEncodeTo(forwarded.trace_id, traceparent + 3);
+  traceparent[35] = '-';
+  HexEncodeTo(forwarded.span_id, traceparent + 36);
+  traceparent[52] = '-';
+  HexEncodeTo(std::span(&forwarded.flags, 1), traceparent + 53);
+  req.set("traceparent", beast::string_view(traceparent, sizeof(traceparent)));
   if (!peer.empty()) {
-    const std::string_view prior = View(req["X-Forwarded-For"]);
+    const std::string_view prior = View(FieldValue(req, "X-Forwarded-For"));
     req.set("X-Forwarded-For", prior.empty() ? peer : Cat(prior, ", ", peer));
   }
   if (!rc.rewrite_prefix.empty()) req.target(RewritePath(rc, target));
   req.version(11);
-  req.keep_alive(true);
+  SetKeepAlive(req, true);
   if (!req.body().empty() || req.method() == http::verb::post || req.method() == http::verb::put ||
       req.method() == http::verb::patch) {
     req.prepare_payload();
@@ -708,7 +817,14 @@ awaitable<bool> Worker::Proxy(beast::tcp_stream& client, const std::string& peer
     UpstreamState& up = *g_.upstreams[u];
     bool reused = false;
     ec = {};
-    conn = co_await Acquire(u, deadline, reused, ec);
+    // An idle connection is taken here, without Acquire()'s coroutine frame: the usual case.
+    if (auto& pool = idle_[u]; !pool.empty()) {
+      conn = std::move(pool.back());
+      pool.pop_back();
+      reused = true;
+    } else {
+      conn = co_await Acquire(u, deadline, reused, ec);
+    }
     if (!conn) {
       error = ec == beast::error::timeout ? UpstreamError::kTimeout : UpstreamError::kConnect;
       up.Failure(error, g_.clock.MonotonicNow());
@@ -723,10 +839,15 @@ awaitable<bool> Worker::Proxy(beast::tcp_stream& client, const std::string& peer
     // Neither message is chunked (Transfer-Encoding is stripped as hop-by-hop), so the header
     // and the body go out as they are, in one gather write.
     SerializeHead(req, conn->head);
-    co_await net::async_write(
-        conn->stream,
-        std::array<net::const_buffer, 2>{net::buffer(conn->head), net::buffer(req.body())},
-        Token(ec));
+    {
+      const std::array<net::const_buffer, 2> out{net::buffer(conn->head), net::buffer(req.body())};
+      const size_t sent = TrySend(conn->stream, out, ec);
+      if (!ec && sent < net::buffer_size(out)) {
+        beast::buffers_suffix<std::array<net::const_buffer, 2>> rest(out);
+        rest.consume(sent);
+        co_await net::async_write(conn->stream, rest, Token(ec));
+      }
+    }
     if (!ec) {
       header.emplace();
       header->header_limit(kMaxUpstreamHeaderBytes);
@@ -780,13 +901,21 @@ awaitable<bool> Worker::Proxy(beast::tcp_stream& client, const std::string& peer
     g_.upstreams[x.upstream]->Success();
     auto& h = header->get();
     x.status = static_cast<int>(h.result_int());
-    x.server_timing = std::string(View(h["Server-Timing"]));
+    x.server_timing = std::string(View(FieldValue(h, "Server-Timing")));
     const bool streaming =
-        beast::iequals(h[http::field::content_type].substr(0, 17), "text/event-stream");
+        beast::iequals(FieldValue(h, http::field::content_type).substr(0, 17), "text/event-stream");
     if (!streaming) {
       http::response_parser<http::string_body> body{std::move(*header)};
       body.body_limit(kMaxResponseBytes);
-      if (!body.is_done()) co_await http::async_read(conn->stream, conn->buffer, body, Token(ec));
+      // A small answer's body is usually in the buffer with its header: parsed here as
+      // http::async_read would parse it first, without an asynchronous operation.
+      if (!body.is_done() && conn->buffer.size() > 0) {
+        conn->buffer.consume(body.put(conn->buffer.data(), ec));
+        if (ec == http::error::need_more) ec = {};
+      }
+      if (!ec && !body.is_done()) {
+        co_await http::async_read(conn->stream, conn->buffer, body, Token(ec));
+      }
       x.upstream_end = g_.clock.MonotonicNow();
       if (ec) {
         const bool timeout = ec == beast::error::timeout;
@@ -803,7 +932,7 @@ awaitable<bool> Worker::Proxy(beast::tcp_stream& client, const std::string& peer
                         : Cat(" broke off its answer (", ec.message(), ")")));
       } else {
         http::response<http::string_body> res = body.release();
-        const bool upstream_keep = res.keep_alive();
+        const bool upstream_keep = KeepAlive(res, res.version());
         if (upstream_keep) {
           Release(x.upstream, std::move(conn));
         } else {
@@ -811,19 +940,25 @@ awaitable<bool> Worker::Proxy(beast::tcp_stream& client, const std::string& peer
         }
         StripHopByHop(res);
         res.version(client_version);
-        res.keep_alive(keep_alive);
+        SetKeepAlive(res, keep_alive);
         const int code = x.status;
         if (!head && code >= 200 && code != 204 && code != 304) {
-          res.content_length(res.body().size());
+          SetContentLength(res, res.body().size());
         }
         response_bytes = res.body().size();
         client.expires_after(g_.config().timeouts.request);
-        std::string out;
-        out.reserve(256);
-        SerializeHead(res, out);
-        co_await net::async_write(
-            client, std::array<net::const_buffer, 2>{net::buffer(out), net::buffer(res.body())},
-            Token(ec));
+        SerializeHead(res, head_);
+        const size_t sent = TrySend(
+            client, std::array<net::const_buffer, 2>{net::buffer(head_), net::buffer(res.body())},
+            ec);
+        if (!ec && sent < head_.size() + res.body().size()) {
+          // The rest is written across a wait: with this session's own copy of the header.
+          const std::string head = head_;
+          beast::buffers_suffix<std::array<net::const_buffer, 2>> rest(
+              std::array<net::const_buffer, 2>{net::buffer(head), net::buffer(res.body())});
+          rest.consume(sent);
+          co_await net::async_write(client, rest, Token(ec));
+        }
         ok = !ec;
       }
     } else {
@@ -925,7 +1060,7 @@ awaitable<bool> Worker::Proxy(beast::tcp_stream& client, const std::string& peer
   co_return ok;
 }
 
-awaitable<bool> Worker::Local(beast::tcp_stream& client, http::request<http::string_body>& req,
+awaitable<bool> Worker::Local(Stream& client, http::request<http::string_body>& req,
                               size_t route_index, MonoTime start, bool keep_alive) {
   const RouteRuntime& route = g_.routes[route_index];
   const RouteConfig& rc = *route.config;
@@ -1155,7 +1290,7 @@ Series* Gateway::Impl::StageSeries(size_t route, const RequestMetrics& m, const 
 void Gateway::Impl::Accept() {
   if (draining.load()) return;
   Worker& w = *workers[next_worker.fetch_add(1, std::memory_order_relaxed) % workers.size()];
-  acceptor->async_accept(w.ioc(), [this, &w](beast::error_code ec, tcp::socket socket) {
+  acceptor->async_accept(w.ioc(), [this, &w](beast::error_code ec, Socket socket) {
     if (ec == net::error::operation_aborted || !acceptor->is_open()) return;
     if (!ec) {
       net::co_spawn(w.ioc(), w.Session(std::move(socket)), net::detached);

@@ -696,14 +696,13 @@ std::optional<TraceContext> ParseTraceparent(std::string_view value) {
 }
 
 std::string FormatTraceparent(const TraceContext& context) {
-  std::string out;
-  out.reserve(55);
-  out += "00-";
-  out += HexEncode(context.trace_id);
-  out += '-';
-  out += HexEncode(context.span_id);
-  out += '-';
-  out += HexEncode(std::span(&context.flags, 1));
+  // Written in place: this runs for every proxied request.
+  std::string out(55, '-');
+  out[0] = '0';
+  out[1] = '0';
+  HexEncodeTo(context.trace_id, out.data() + 3);
+  HexEncodeTo(context.span_id, out.data() + 36);
+  HexEncodeTo(std::span(&context.flags, 1), out.data() + 53);
   return out;
 }
 
@@ -753,12 +752,17 @@ std::optional<std::string> PercentDecode(std::string_view text, bool plus_as_spa
   return out;
 }
 
+char* HexEncodeTo(std::span<const uint8_t> bytes, char* out) {
+  for (const uint8_t b : bytes) {
+    *out++ = kHexDigits[b >> 4];
+    *out++ = kHexDigits[b & 0xf];
+  }
+  return out;
+}
+
 std::string HexEncode(std::span<const uint8_t> bytes) {
   std::string out(2 * bytes.size(), '0');
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    out[2 * i] = kHexDigits[bytes[i] >> 4];
-    out[2 * i + 1] = kHexDigits[bytes[i] & 0xf];
-  }
+  HexEncodeTo(bytes, out.data());
   return out;
 }
 

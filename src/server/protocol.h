@@ -109,6 +109,8 @@ std::array<uint8_t, 8> NewSpanId();
 
 // Lowercase hex of `bytes`, two digits a byte.
 std::string HexEncode(std::span<const uint8_t> bytes);
+// The same into `out` (2 * bytes.size() chars, no terminator); returns the end.
+char* HexEncodeTo(std::span<const uint8_t> bytes, char* out);
 
 // Decodes %XX escapes (hex digits in either case); with `plus_as_space`, '+' is a space as in
 // query strings. nullopt when a '%' is not followed by two hex digits.
