@@ -269,7 +269,7 @@ struct Gateway::Impl {
   std::vector<std::unique_ptr<Worker>> workers;
   std::vector<std::thread> threads;
   net::thread_pool control{1};
-  std::unique_ptr<net::io_context> accept_ioc;  // the acceptor's; run by worker 0's thread
+  std::unique_ptr<net::io_context> accept_ioc;  // the acceptor's, run by a thread of its own
   std::unique_ptr<tcp::acceptor> acceptor;
   HostPort bound;
 
