@@ -25,10 +25,7 @@ mkdir -p "$artifacts"
 rm -f "$artifacts"/*.png  # a passing run leaves no screenshot of an earlier failure
 token=${TG_TEST_TOKEN:-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')}
 
-"$upstream" --listen 127.0.0.1:0 >"$dir/upstream.log" 2>&1 &
-pids="$pids $!"
-wait_until "the upstream" 30 listening "$dir/upstream.log"
-up=$(sed -n 's/^listening on //p' "$dir/upstream.log")
+start_upstream "$upstream"
 
 # fraud_slow fires a few seconds after the fraud route's P99 passes 40 ms: the spike below makes
 # it 80 ms. The built-in relative tiers watch every total too.

@@ -12,10 +12,7 @@ dashboard=$here/../../examples/grafana-dashboard.json
 . "$here/harness.sh"
 need prometheus curl node
 
-"$upstream" --listen 127.0.0.1:0 >"$dir/upstream.log" 2>&1 &
-pids="$pids $!"
-wait_until "the upstream" 30 listening "$dir/upstream.log"
-up=$(sed -n 's/^listening on //p' "$dir/upstream.log")
+start_upstream "$upstream"
 
 # A store (the outbox and notification metrics) and a rule that fires on the slow route.
 cat >"$dir/rules.yaml" <<YAML
@@ -59,21 +56,8 @@ traffic=$!
   >"$dir/load-errors.log" 2>&1 &
 pids="$pids $!"
 
-port=$("$upstream" --free-port)
-cat >"$dir/prometheus.yml" <<YAML
-global:
-  scrape_interval: 1s
-  evaluation_interval: 1s
-scrape_configs:
-  - job_name: tailguard
-    static_configs:
-      - targets: ["$gw"]
-YAML
-prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/tsdb" \
-  --web.listen-address="127.0.0.1:$port" >"$dir/prometheus.log" 2>&1 &
-pids="$pids $!"
-prom="http://127.0.0.1:$port"
-wait_until "Prometheus to be ready" 60 curl -sf "$prom/-/ready"
+start_prometheus "$gw"
+prom=$prometheus_url
 
 # Until the rates over the panels' interval have data for both routes and the alert has fired.
 has_value() {

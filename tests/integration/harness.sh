@@ -5,6 +5,10 @@
 #   fail MESSAGE                     prints it and the tail of every $dir/*.log, exits 1
 #   wait_until WHAT SECONDS CMD...   polls CMD every 0.1 s until it succeeds, or fails
 #   listening LOG                    true once LOG has a "listening on" line
+#   start_upstream BIN               starts tg_test_upstream on a free loopback port; sets $up
+#   start_prometheus TARGET          starts Debian's prometheus scraping TARGET every second on a
+#                                    free port (found with $upstream --free-port); sets $port and
+#                                    $prometheus_url, and returns once it is ready
 need() {
   for tool in "$@"; do
     command -v "$tool" >/dev/null || { echo "FAIL: $tool not installed (scripts/install-deps)"; exit 1; }
@@ -36,3 +40,26 @@ wait_until() {
   done
 }
 listening() { grep -q 'listening on ' "$1"; }
+start_upstream() {
+  "$1" --listen 127.0.0.1:0 >"$dir/upstream.log" 2>&1 &
+  pids="$pids $!"
+  wait_until "the upstream" 30 listening "$dir/upstream.log"
+  up=$(sed -n 's/^listening on //p' "$dir/upstream.log")
+}
+start_prometheus() {
+  port=$("$upstream" --free-port)
+  cat >"$dir/prometheus.yml" <<YAML
+global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: tailguard
+    static_configs:
+      - targets: ["$1"]
+YAML
+  prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/tsdb" \
+    --web.listen-address="127.0.0.1:$port" >"$dir/prometheus.log" 2>&1 &
+  pids="$pids $!"
+  prometheus_url="http://127.0.0.1:$port"
+  wait_until "Prometheus to be ready" 60 curl -sf "$prometheus_url/-/ready"
+}

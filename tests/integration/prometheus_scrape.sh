@@ -6,35 +6,10 @@
 set -eu
 tailguard=${1:?usage: prometheus_scrape.sh TAILGUARD TG_TEST_UPSTREAM}
 upstream=${2:?usage: prometheus_scrape.sh TAILGUARD TG_TEST_UPSTREAM}
-for tool in prometheus promtool curl; do
-  command -v "$tool" >/dev/null || { echo "FAIL: $tool not installed (scripts/install-deps)"; exit 1; }
-done
-dir=$(mktemp -d)
-pids=
-cleanup() {
-  for p in $pids; do kill "$p" 2>/dev/null || true; done
-  for p in $pids; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-fail() {
-  echo "FAIL: $*"
-  for f in "$dir"/*.log; do echo "--- $f"; tail -20 "$f"; done
-  exit 1
-}
-# Waits up to 30 s for a file to contain a line matching a pattern.
-wait_for() {
-  i=0
-  until grep -q "$2" "$1" 2>/dev/null; do
-    i=$((i + 1)); [ "$i" -le 300 ] || fail "timed out waiting for '$2' in $1"; sleep 0.1
-  done
-}
+. "$(cd "$(dirname "$0")" && pwd)/harness.sh"
+need prometheus promtool curl
 
-"$upstream" --listen 127.0.0.1:0 >"$dir/upstream.log" 2>&1 &
-pids="$pids $!"
-wait_for "$dir/upstream.log" '^listening on '
-up=$(sed -n 's/^listening on //p' "$dir/upstream.log")
+start_upstream "$upstream"
 
 cat >"$dir/gateway.yaml" <<YAML
 listen: 127.0.0.1:0
@@ -47,7 +22,7 @@ YAML
 "$tailguard" serve --config "$dir/gateway.yaml" >"$dir/gateway.log" 2>&1 &
 gateway_pid=$!
 pids="$pids $gateway_pid"
-wait_for "$dir/gateway.log" 'listening on '
+wait_until "tailguard serve" 30 listening "$dir/gateway.log"
 gw=$(sed -n 's/.*listening on \([0-9.:]*\).*/\1/p' "$dir/gateway.log")
 echo "gateway at $gw, upstream at $up"
 
@@ -75,21 +50,10 @@ promtool check metrics <"$dir/metrics.txt" >"$dir/promtool.log" 2>&1 ||
   fail "promtool check metrics rejected /metrics: $(cat "$dir/promtool.log")"
 echo "promtool check metrics: ok"
 
-port=$("$upstream" --free-port)
-cat >"$dir/prometheus.yml" <<YAML
-global:
-  scrape_interval: 1s
-scrape_configs:
-  - job_name: tailguard
-    static_configs:
-      - targets: ["$gw"]
-YAML
-prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/tsdb" \
-  --web.listen-address="127.0.0.1:$port" >"$dir/prometheus.log" 2>&1 &
-pids="$pids $!"
+start_prometheus "$gw"
 
 query() {
-  curl -sS -G "http://127.0.0.1:$port/api/v1/query" --data-urlencode "query=$1" 2>/dev/null |
+  curl -sS -G "$prometheus_url/api/v1/query" --data-urlencode "query=$1" 2>/dev/null |
     sed -n 's/.*"value":\[[^,]*,"\([^"]*\)"\].*/\1/p'
 }
 # Until a scrape has all 200 requests.
