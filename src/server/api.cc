@@ -519,7 +519,7 @@ absl::StatusOr<TimeRange> ParseRange(std::string_view query, WallTime now) {
   return r;
 }
 
-// The answer for a failed History() or Heatmap(): the caller's mistake (400, 404) or the
+// The answer for a failed History(), Heatmap() or Resolve(): the caller's mistake (400, 404) or the
 // store's trouble (503: try again, the request was fine).
 ApiResponse RangeError(const absl::Status& s) {
   if (absl::IsNotFound(s)) return Error(404, "not_found", std::string(s.message()));
@@ -854,15 +854,11 @@ ApiResponse Api::Samples(std::string_view query) const {
   // anything).
   std::optional<Labels> of_series;
   if (auto id = QueryParam(query, "series")) {
-    tailguard::Series* series = s_.loop->FindSeries(*id);
-    if (series == nullptr) {
-      // A series known only from history has no recent requests.
-      for (const StoredSeries& stored : s_.loop->StoredSeries()) {
-        if (stored.id == *id) return Json({{"samples", json::array()}});
-      }
-      return Error(404, "not_found", Cat("no series with id \"", *id, "\"; see /api/v1/series"));
-    }
-    of_series = series->labels();
+    absl::StatusOr<tailguard::Series*> series = s_.loop->Resolve(*id);
+    if (!series.ok()) return RangeError(series.status());
+    // A series known only from history has no recent requests.
+    if (*series == nullptr) return Json({{"samples", json::array()}});
+    of_series = (*series)->labels();
   }
   auto matches = [&](const RouteLabels& r) {
     if (!of_series) return true;

@@ -157,6 +157,9 @@ class LiveLoop final : private AlertSink {
   std::vector<SeriesSnapshot> Snapshot() const;
   // The series with `id`, nullptr when unknown.
   Series* FindSeries(std::string_view id) const;
+  // The live series with `id` (nullptr when it is not live), after checking that someone knows
+  // it: NotFound when neither the registry nor the store does.
+  absl::StatusOr<Series*> Resolve(std::string_view id) const;
   // Points of series `id` ending at from+step, from+2*step, ... <= to. Within the registry's
   // window span (1 h) each point is the exact merge of its slots; older points come from the
   // per-minute history (a step below 1 min there is rounded up to 1 min). NotFound for an
@@ -213,9 +216,6 @@ class LiveLoop final : private AlertSink {
   void OnMuted(const MutedAlert& muted) override;
   void PushEvent(TimelineEvent e);  // REQUIRES: mu_ held
 
-  // The live series with `id` (nullptr when it is not live), after checking that someone knows
-  // it: NotFound when neither the registry nor the store does.
-  absl::StatusOr<Series*> Resolve(std::string_view id) const;
   // The columns of History() and Heatmap(); InvalidArgument as History().
   absl::StatusOr<std::vector<Column>> Columns(Series* series, WallTime from, WallTime to,
                                               Duration step) const;
