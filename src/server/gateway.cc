@@ -31,6 +31,7 @@
 #include "server/dashboard.h"
 #include "server/otlp.h"
 #include "server/protocol.h"
+#include "server/stream.h"
 #include "store/feature_store.h"
 #include "store/history_store.h"
 
@@ -44,8 +45,8 @@ using tcp = net::ip::tcp;
 // Sockets, streams and coroutines bound to their worker's io_context by type, not through the
 // polymorphic any_io_executor (which costs a move of a type-erased executor in every
 // operation and every resumption).
-using Executor = net::io_context::executor_type;
-using Stream = beast::basic_stream<tcp, Executor>;
+// Stream (server/stream.h) is basic_stream with reads that skip Asio's wasted first recv().
+using Executor = StreamExecutor;
 using Socket = Stream::socket_type;
 template <class T>
 using awaitable = net::awaitable<T, Executor>;
