@@ -8,7 +8,7 @@
 # Environment (all optional):
 #   C=32               wrk connections for the throughput runs
 #   D=5                seconds per wrk run
-#   ROUNDS=3           runs per target; the targets alternate and each reports its median
+#   ROUNDS=5           runs per target; the targets alternate and each reports its median
 #   PACED_DELAY_MS=10  think time per connection in the paced latency runs (see below)
 #   PROXY_UNDER_TEST=nginx  a second nginx proxy stands in for tailguard: tests this script
 #                      while `tailguard serve` does not exist (the ratio should be near 1.0)
@@ -26,7 +26,7 @@ set -euo pipefail
 build=${1:?usage: bench/proxy_vs_nginx.sh BUILD_DIR}
 C=${C:-32}
 D=${D:-5}
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-5}
 PACED_DELAY_MS=${PACED_DELAY_MS:-10}
 PROXY_UNDER_TEST=${PROXY_UNDER_TEST:-tailguard}
 NGINX=${NGINX:-/usr/sbin/nginx}
@@ -237,7 +237,21 @@ echo "nginx proxy: median p50 $r50 us, p99 $r99 us"
 [ "$PROXY_UNDER_TEST" = nginx ] &&
   echo "NOTE: PROXY_UNDER_TEST=nginx: these figures compare nginx with itself, not tailguard"
 echo "FIGURE proxy_rps_ratio_vs_nginx $ratio x"
-awk -v a="$p50" -v b="$d50" 'BEGIN { printf "FIGURE proxy_added_p50_us %.1f us\n", a - b }'
-awk -v a="$p99" -v b="$d99" 'BEGIN { printf "FIGURE proxy_added_p99_us %.1f us\n", a - b }'
-awk -v a="$r50" -v b="$d50" 'BEGIN { printf "FIGURE nginx_added_p50_us %.1f us\n", a - b }'
-awk -v a="$r99" -v b="$d99" 'BEGIN { printf "FIGURE nginx_added_p99_us %.1f us\n", a - b }'
+# Added latency: the median over rounds of each round's difference from the direct run just
+# before it, so that drift between rounds on a shared machine cancels out.
+added() {  # added NAME PROXIED... -- DIRECT...
+  local name=$1 proxied=() direct=() diffs=() i
+  shift
+  while [ "$1" != -- ]; do proxied+=("$1"); shift; done
+  shift
+  direct=("$@")
+  for i in "${!proxied[@]}"; do
+    diffs+=("$(awk -v a="${proxied[$i]}" -v b="${direct[$i]}" 'BEGIN { print a - b }')")
+  done
+  echo "$name by round: ${diffs[*]} us" >&2
+  printf 'FIGURE %s %.1f us\n' "$name" "$(median "${diffs[@]}")"
+}
+added proxy_added_p50_us "${put_p50[@]}" -- "${direct_p50[@]}"
+added proxy_added_p99_us "${put_p99[@]}" -- "${direct_p99[@]}"
+added nginx_added_p50_us "${ref_p50[@]}" -- "${direct_p50[@]}"
+added nginx_added_p99_us "${ref_p99[@]}" -- "${direct_p99[@]}"
