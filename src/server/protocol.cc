@@ -789,6 +789,9 @@ std::optional<KServeTarget> ParseKServePath(std::string_view path) {
     if (s == "ready") return "ready";
     return std::nullopt;
   };
+  // Triton's statistics of every model, not a model named "stats" (whose own paths have more
+  // segments: /v2/models/stats/infer).
+  if (n == 1 && segments[0] == "stats") return std::nullopt;
   KServeTarget target;
   std::optional<std::string> model = PathSegment(segments[0]);
   if (!model) return std::nullopt;

@@ -350,6 +350,8 @@ TEST(KServePathTest, ParsesModelVersionAndVerb) {
       {"/v2/models/bert%2dbase/versions/v%31", "bert-base", "v1", ""},
       {"/v2/models/versions/versions/2", "versions", "2", ""},
       {"/v2/models/infer", "infer", "", ""},
+      {"/v2/models/stats/infer", "stats", "", "infer"},
+      {"/v2/models/stats/versions/1", "stats", "1", ""},
   };
   for (const Case& c : cases) {
     const std::optional<KServeTarget> t = ParseKServePath(c.path);
@@ -372,6 +374,8 @@ TEST(KServePathTest, RejectsOtherPaths) {
                            "/v2/models/x/",
                            "/v2/models/x/infer/",
                            "/v2/models/x/stats",
+                           "/v2/models/stats",
+                           "/v2/models/stats?format=json",
                            "/v2/models/x/config",
                            "/v2/models/x/generate",
                            "/v2/models/x/versions//infer",
