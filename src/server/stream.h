@@ -14,7 +14,8 @@
 // hold, which means the socket's receive queue was emptied: any byte that arrives later raises
 // a new epoll event, so nothing is missed, and a read that finds the queue non-empty after all
 // costs no more than before. They also use recv() rather than recvmsg(), which spares the kernel
-// copying in a message header and an iovec.
+// copying in a message header and an iovec. (A read also stops short at TCP urgent data, which
+// HTTP does not use: such a peer's own connection then waits for its next bytes or its timeout.)
 //
 // The mechanism is an explicit specialisation of Asio's read operation for one buffer type of
 // our own, RecvBuffer, so no other read in the program changes. It relies on Asio's reactor
