@@ -133,7 +133,9 @@ class Recorder {
 
 // What the request headers ask the server to do.
 struct Plan {
-  enum class Action { kAnswer, kReset, kHang, kClose };
+  // kEofBody: the answer's body ends where the connection does (no Content-Length, not
+  // chunked). kTruncate: the connection closes 10 bytes short of the Content-Length.
+  enum class Action { kAnswer, kReset, kHang, kClose, kEofBody, kTruncate };
 
   Action action = Action::kAnswer;
   std::chrono::milliseconds delay{0};
@@ -204,9 +206,13 @@ absl::StatusOr<Plan> MakePlan(const Request& req) {
       plan.action = Plan::Action::kHang;
     } else if (action == "close") {
       plan.action = Plan::Action::kClose;
+    } else if (action == "eof-body") {
+      plan.action = Plan::Action::kEofBody;
+    } else if (action == "truncate") {
+      plan.action = Plan::Action::kTruncate;
     } else if (!action.empty()) {
-      return absl::InvalidArgumentError("X-Test-Action: expected reset, hang or close, got '" +
-                                        action + "'");
+      return absl::InvalidArgumentError(
+          "X-Test-Action: expected reset, hang, close, eof-body or truncate, got '" + action + "'");
     }
   }
   return plan;
@@ -329,6 +335,8 @@ class Session : public std::enable_shared_from_this<Session> {
         return Drain();
       case Plan::Action::kAnswer:
       case Plan::Action::kClose:
+      case Plan::Action::kEofBody:
+      case Plan::Action::kTruncate:
         break;
     }
     if (plan_.stream) return StartStream();
@@ -346,7 +354,7 @@ class Session : public std::enable_shared_from_this<Session> {
       res.erase(http::field::content_type);
     }
     if (!plan_.server_timing.empty()) res.set("Server-Timing", plan_.server_timing);
-    Write(std::move(res), plan_.action == Plan::Action::kClose);
+    Write(std::move(res), plan_.action != Plan::Action::kAnswer);
   }
 
   void WriteJson(http::status status, std::string body) {
@@ -362,6 +370,11 @@ class Session : public std::enable_shared_from_this<Session> {
     res_.keep_alive(req_.keep_alive() && !close);
     res_.prepare_payload();
     if (res_.result() == http::status::no_content) res_.erase(http::field::content_length);
+    if (plan_.action == Plan::Action::kEofBody) {
+      res_.erase(http::field::content_length);
+    } else if (plan_.action == Plan::Action::kTruncate) {
+      res_.content_length(res_.body().size() + 10);
+    }
     http::async_write(
         socket_, res_,
         [self = shared_from_this()](beast::error_code ec, std::size_t) { self->AfterAnswer(ec); });
@@ -369,7 +382,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void AfterAnswer(beast::error_code ec) {
     if (ec) return Shutdown();
-    if (!req_.keep_alive() || plan_.action == Plan::Action::kClose) return Shutdown();
+    if (!req_.keep_alive() || plan_.action != Plan::Action::kAnswer) return Shutdown();
     plan_ = Plan();
     ReadHeader();
   }

@@ -299,6 +299,28 @@ TEST_F(GatewayTest, StreamsServerSentEventsAsTheyArriveAndTimesTheFirstToken) {
   EXPECT_EQ(samples[0].sample.record.input_size, 11u);  // "hello there"
 }
 
+// Answers whose end is the connection's, read at once: the gateway's reads must see the FIN
+// that arrived with the last bytes (server/stream.h), not wait for the request timeout.
+TEST_F(GatewayTest, AnswersThatEndWithTheConnection) {
+  Start(
+      "  - name: plain\n    prefix: /\n    upstream: 127.0.0.1:$UP\n"
+      "    request_timeout: 20s\n");
+  for (int i = 0; i < 20; ++i) {
+    Reply r = Fetch(port_, "/v1/eof", {"X-Test-Action: eof-body", "X-Test-Body-Bytes: 300"});
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, std::string(300, 'x'));
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - r.start).count(),
+              10.0);
+    r = Fetch(port_, "/v1/truncated", {"X-Test-Action: truncate", "X-Test-Body-Bytes: 300"});
+    EXPECT_EQ(r.status, 502);
+    EXPECT_THAT(r.body, HasSubstr("broke off its answer"));
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - r.start).count(),
+              10.0);
+    // And a keep-alive answer on the same gateway still works.
+    EXPECT_EQ(Fetch(port_, "/v1/plain").status, 200);
+  }
+}
+
 TEST_F(GatewayTest, ErrorsAreJsonWithTheRightStatus) {
   Start(
       "  - name: slow\n    prefix: /slow\n    upstream: 127.0.0.1:$UP\n"

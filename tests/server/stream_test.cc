@@ -1,5 +1,6 @@
-// server::Stream on real loopback sockets: its reads skip Asio's speculative recv() after a read
-// that emptied the socket, and lose no data or wake-up for it.
+// server::Stream on real loopback sockets: a read marked as the start of a message skips Asio's
+// speculative receive when the last read emptied the socket, and no read loses data, the end of
+// the stream, an error or a wake-up for it.
 #include "server/stream.h"
 
 #include <boost/beast/http.hpp>
@@ -17,34 +18,50 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
 
-// Counts the recv() calls of Stream's reads.
-int recv_calls = 0;
-ssize_t CountingRecv(int fd, void* data, size_t size, int flags) {
-  ++recv_calls;
-  return ::recv(fd, data, size, flags);
+// Counts the receive calls of Stream's reads.
+int receive_calls = 0;
+ssize_t CountingRecvmsg(int fd, msghdr* msg, int flags) {
+  ++receive_calls;
+  return ::recvmsg(fd, msg, flags);
 }
 
-// A Stream on the accepted side of a loopback connection, and the blocking peer that writes to it.
+// A Stream on the accepted side of a loopback connection, and the blocking peer that writes to
+// it. The stream has EnableDrainedReads() unless a test says otherwise.
 class StreamTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    stream_recv = CountingRecv;
+    stream_recvmsg = CountingRecvmsg;
+    Connect();
+  }
+  void TearDown() override { stream_recvmsg = ::recvmsg; }
+
+  // A fresh connection: peer_ and stream_.
+  void Connect() {
+    peer_ = tcp::socket(ioc_);
     tcp::acceptor acceptor(ioc_, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
     peer_.connect(acceptor.local_endpoint());
     Stream::socket_type accepted(ioc_.get_executor());
     acceptor.accept(accepted);
     stream_.emplace(std::move(accepted));
+    stream_->EnableDrainedReads();
   }
-  void TearDown() override { stream_recv = ::recv; }
 
   void PeerWrite(std::string_view bytes) {
     net::write(peer_, net::buffer(bytes.data(), bytes.size()));
   }
+  // Lets the reactor take the epoll events now pending while no read waits.
+  void TakeEvents() {
+    ioc_.poll();
+    ioc_.restart();
+  }
 
-  // Starts one read into `buffer`; its result lands in ec_, n_ and done_.
-  void StartRead(net::mutable_buffer buffer) {
+  // Starts one read into a buffer of `capacity` bytes, marked as the start of a message or not;
+  // its result lands in ec_, n_ and done_.
+  void StartRead(size_t capacity, bool new_message) {
+    buf_.assign(capacity, '\0');
     done_ = false;
-    stream_->async_read_some(buffer, [this](beast::error_code ec, size_t n) {
+    stream_->MarkNewMessage(new_message);
+    stream_->async_read_some(net::buffer(buf_), [this](beast::error_code ec, size_t n) {
       ec_ = ec;
       n_ = n;
       done_ = true;
@@ -59,12 +76,17 @@ class StreamTest : public ::testing::Test {
     }
     return done_;
   }
-  std::string Read(size_t capacity) {
-    buf_.assign(capacity, '\0');
-    StartRead(net::buffer(buf_));
+  std::string Read(size_t capacity, bool new_message) {
+    StartRead(capacity, new_message);
     EXPECT_TRUE(RunUntilDone()) << "the read never completed";
     EXPECT_FALSE(ec_) << ec_.message();
     return buf_.substr(0, n_);
+  }
+  // The error a read ends with.
+  beast::error_code ReadError(bool new_message) {
+    StartRead(16, new_message);
+    EXPECT_TRUE(RunUntilDone()) << "the read never completed";
+    return ec_;
   }
 
   net::io_context ioc_;
@@ -80,80 +102,132 @@ class StreamTest : public ::testing::Test {
 
 TEST_F(StreamTest, ReadsWhatIsThere) {
   PeerWrite("hello");
-  EXPECT_EQ(Read(64), "hello");
+  EXPECT_EQ(Read(64, true), "hello");
+  PeerWrite("again");
+  EXPECT_EQ(Read(64, false), "again");
 }
 
-TEST_F(StreamTest, AfterADrainedReadWaitsForDataWithoutAskingTheKernel) {
-  if (!TAILGUARD_DRAINED_READS) GTEST_SKIP() << "this Boost has Asio's own reads (server/stream.h)";
+TEST_F(StreamTest, AMarkedReadAfterADrainedReadWaitsWithoutAskingTheKernel) {
+  if (!TAILGUARD_DRAINED_READS) GTEST_SKIP() << "this build has Asio's own reads (server/stream.h)";
   PeerWrite("abc");
-  EXPECT_EQ(Read(64), "abc");  // less than asked for: the socket is empty now
-  const int after_first = recv_calls;
-  buf_.assign(64, '\0');
-  StartRead(net::buffer(buf_));
+  EXPECT_EQ(Read(64, true), "abc");  // the kernel says nothing is left
+  const int after_first = receive_calls;
+  StartRead(64, true);
   ioc_.poll();
   EXPECT_FALSE(done_);
-  // Asio's own read would have tried a recv() here, to find nothing.
-  EXPECT_EQ(recv_calls, after_first);
+  // Asio's own read would have tried a receive here, to find nothing.
+  EXPECT_EQ(receive_calls, after_first);
   PeerWrite("def");
   ASSERT_TRUE(RunUntilDone());
   EXPECT_FALSE(ec_) << ec_.message();
   EXPECT_EQ(buf_.substr(0, n_), "def");
-  EXPECT_EQ(recv_calls, after_first + 1);
+  EXPECT_EQ(receive_calls, after_first + 1);
+}
+
+TEST_F(StreamTest, AnUnmarkedReadLooksFirst) {
+  PeerWrite("abc");
+  EXPECT_EQ(Read(64, true), "abc");
+  const int after_first = receive_calls;
+  StartRead(64, false);
+  EXPECT_GE(receive_calls, after_first + 1);  // looked, found nothing
+  EXPECT_FALSE(done_);
+  PeerWrite("def");
+  ASSERT_TRUE(RunUntilDone());
+  EXPECT_EQ(buf_.substr(0, n_), "def");
+}
+
+TEST_F(StreamTest, WithoutTcpInqAMarkedReadLooksFirstAsAsioDoes) {
+  // A stream without EnableDrainedReads(): nothing tells a read that it emptied the socket.
+  tcp::acceptor acceptor(ioc_, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
+  tcp::socket peer(ioc_);
+  peer.connect(acceptor.local_endpoint());
+  Stream::socket_type accepted(ioc_.get_executor());
+  acceptor.accept(accepted);
+  stream_.emplace(std::move(accepted));
+  net::write(peer, net::buffer("abc", 3));
+  EXPECT_EQ(Read(64, true), "abc");
+  const int after_first = receive_calls;
+  StartRead(64, true);
+  EXPECT_EQ(receive_calls, after_first + 1);  // the speculative receive
+  net::write(peer, net::buffer("def", 3));
+  ASSERT_TRUE(RunUntilDone());
+  EXPECT_EQ(buf_.substr(0, n_), "def");
+}
+
+// The peer's FIN queued behind the last bytes is taken by the read of those bytes, and its epoll
+// event is gone: the next read must not wait for another one.
+TEST_F(StreamTest, TheEndOfTheStreamBehindTheLastBytesEndsTheNextRead) {
+  for (bool marked : {true, false}) {
+    Connect();
+    PeerWrite("abc");
+    peer_.shutdown(tcp::socket::shutdown_send);
+    TakeEvents();
+    EXPECT_EQ(Read(64, true), "abc");
+    EXPECT_EQ(ReadError(marked), net::error::eof) << "marked " << marked;
+  }
+}
+
+// A reset that came with the last bytes is not counted by TCP_INQ; an unmarked read (the rest
+// of a message) looks first and sees it. (A marked read follows a write, which fails first.)
+TEST_F(StreamTest, AResetBehindTheLastBytesEndsAnUnmarkedRead) {
+  PeerWrite("abc");
+  peer_.set_option(net::socket_base::linger(true, 0));  // close() sends RST
+  peer_.close();
+  TakeEvents();
+  EXPECT_EQ(Read(64, true), "abc");
+  EXPECT_EQ(ReadError(false), net::error::connection_reset);
 }
 
 TEST_F(StreamTest, DataThatArrivesBeforeTheNextReadStartsIsRead) {
   PeerWrite("abc");
-  EXPECT_EQ(Read(64), "abc");
+  EXPECT_EQ(Read(64, true), "abc");
   PeerWrite("xyz");  // its epoll event is pending, and no read is waiting
-  EXPECT_EQ(Read(64), "xyz");
+  EXPECT_EQ(Read(64, true), "xyz");
 }
 
-TEST_F(StreamTest, DataWhoseEventWasSeenWithNoReadWaitingIsRead) {
+TEST_F(StreamTest, DataWhoseEventWasTakenWithNoReadWaitingIsRead) {
   PeerWrite("abc");
-  EXPECT_EQ(Read(64), "abc");
+  EXPECT_EQ(Read(64, true), "abc");
   PeerWrite("xyz");
-  ioc_.poll();  // the reactor takes the edge-triggered event while no read is queued
-  ioc_.poll();
-  EXPECT_EQ(Read(64), "xyz");
+  TakeEvents();
+  EXPECT_EQ(Read(64, true), "xyz");
 }
 
 TEST_F(StreamTest, AFullBufferLeavesTheRestForTheNextRead) {
   PeerWrite("0123456789");
-  EXPECT_EQ(Read(4), "0123");
-  EXPECT_EQ(Read(64), "456789");
+  EXPECT_EQ(Read(4, true), "0123");
+  EXPECT_EQ(Read(3, true), "456");
+  EXPECT_EQ(Read(64, false), "789");
+}
+
+// A read stops short at TCP urgent data; what follows it must not wait for another event.
+TEST_F(StreamTest, UrgentDataDoesNotStallTheReads) {
+  PeerWrite("ab");
+  peer_.send(net::buffer("c", 1), net::socket_base::message_out_of_band);
+  PeerWrite("de");
+  TakeEvents();
+  std::string got;
+  for (int i = 0; i < 4 && got.size() < 4; ++i) got += Read(64, true);
+  EXPECT_EQ(got, "abde");  // the urgent byte is out of band
 }
 
 TEST_F(StreamTest, EndOfStream) {
   peer_.shutdown(tcp::socket::shutdown_send);
-  buf_.assign(16, '\0');
-  StartRead(net::buffer(buf_));
-  ASSERT_TRUE(RunUntilDone());
-  EXPECT_EQ(ec_, net::error::eof);
-  EXPECT_EQ(n_, 0u);
+  EXPECT_EQ(ReadError(true), net::error::eof);
 }
 
 TEST_F(StreamTest, ResetByThePeer) {
-  peer_.set_option(net::socket_base::linger(true, 0));  // close() sends RST
+  peer_.set_option(net::socket_base::linger(true, 0));
   peer_.close();
-  buf_.assign(16, '\0');
-  StartRead(net::buffer(buf_));
-  ASSERT_TRUE(RunUntilDone());
-  EXPECT_EQ(ec_, net::error::connection_reset);
-}
-
-TEST_F(StreamTest, AnEmptyBufferReadsNothingAtOnce) {
-  StartRead(net::mutable_buffer());
-  ASSERT_TRUE(RunUntilDone());
-  EXPECT_FALSE(ec_) << ec_.message();
-  EXPECT_EQ(n_, 0u);
+  EXPECT_EQ(ReadError(true), net::error::connection_reset);
 }
 
 TEST_F(StreamTest, TheTimeoutStillApplies) {
-  stream_->expires_after(std::chrono::milliseconds(1));
-  buf_.assign(16, '\0');
-  StartRead(net::buffer(buf_));
-  ASSERT_TRUE(RunUntilDone());
-  EXPECT_EQ(ec_, beast::error::timeout);
+  for (bool marked : {true, false}) {
+    stream_->expires_after(std::chrono::milliseconds(1));
+    EXPECT_EQ(ReadError(marked), beast::error::timeout) << "marked " << marked;
+    Connect();
+  }
 }
 
 TEST_F(StreamTest, HttpMessagesSplitAndPipelined) {
@@ -162,11 +236,13 @@ TEST_F(StreamTest, HttpMessagesSplitAndPipelined) {
     http::request<http::string_body> req;
     beast::error_code ec;
     bool done = false;
+    stream_->MarkNewMessage();
     http::async_read(*stream_, buffer, req, [&](beast::error_code e, size_t) {
       ec = e;
       done = true;
     });
     for (int i = 0; i < 100 && !done; ++i) ioc_.run_one_for(std::chrono::milliseconds(100));
+    stream_->MarkNewMessage(false);
     EXPECT_TRUE(done);
     EXPECT_FALSE(ec) << ec.message();
     return req;
@@ -184,6 +260,35 @@ TEST_F(StreamTest, HttpMessagesSplitAndPipelined) {
   PeerWrite("GET /b HTTP/1.1\r\nHost: x\r\n\r\nGET /c HTTP/1.1\r\nHost: x\r\n\r\n");
   EXPECT_EQ(read_request().target(), "/b");
   EXPECT_EQ(read_request().target(), "/c");
+}
+
+// An answer whose body ends where the connection does, arriving with its FIN in one segment: as
+// the gateway reads an upstream's answer (the header marked, the body not).
+TEST_F(StreamTest, AnAnswerThatEndsWithTheConnection) {
+  PeerWrite("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nhello");
+  peer_.shutdown(tcp::socket::shutdown_send);
+  TakeEvents();
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  beast::error_code ec;
+  bool done = false;
+  stream_->MarkNewMessage();
+  http::async_read_header(*stream_, buffer, parser, [&](beast::error_code e, size_t) {
+    ec = e;
+    done = true;
+  });
+  for (int i = 0; i < 100 && !done; ++i) ioc_.run_one_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(done);
+  ASSERT_FALSE(ec) << ec.message();
+  done = false;
+  http::async_read(*stream_, buffer, parser, [&](beast::error_code e, size_t) {
+    ec = e;
+    done = true;
+  });
+  for (int i = 0; i < 100 && !done; ++i) ioc_.run_one_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(done) << "the body never ended";
+  EXPECT_FALSE(ec) << ec.message();
+  EXPECT_EQ(parser.get().body(), "hello");
 }
 
 }  // namespace
