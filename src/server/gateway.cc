@@ -668,15 +668,9 @@ size_t Worker::Pick(size_t route) {
 
 awaitable<std::unique_ptr<UpstreamConn>> Worker::Acquire(size_t u, MonoTime deadline, bool& reused,
                                                          beast::error_code& ec) {
-  auto& pool = idle_[u];
-  // An idle connection the upstream has closed in the meantime fails at once and is retried
-  // on a fresh one (see Proxy), which is cheaper than probing every connection before use.
-  if (!pool.empty()) {
-    std::unique_ptr<UpstreamConn> conn = std::move(pool.back());
-    pool.pop_back();
-    reused = true;
-    co_return conn;
-  }
+  // A new connection: Proxy() takes idle ones itself. An idle connection the upstream has
+  // closed in the meantime fails at once and is retried on a new one (see Proxy), which is
+  // cheaper than probing every connection before use.
   reused = false;
   auto conn = std::make_unique<UpstreamConn>(ioc_);
   const auto connect_deadline =
@@ -823,7 +817,8 @@ awaitable<bool> Worker::Proxy(Stream& client, const std::string& peer,
     bool reused = false;
     ec = {};
     // An idle connection is taken here, without Acquire()'s coroutine frame: the usual case.
-    if (auto& pool = idle_[u]; !pool.empty()) {
+    // Not for the retry after a stale one: the upstream may have restarted and closed them all.
+    if (auto& pool = idle_[u]; !pool.empty() && !retried_stale) {
       conn = std::move(pool.back());
       pool.pop_back();
       reused = true;

@@ -22,7 +22,8 @@ namespace tailguard::test_support {
 // A child process that prints "listening on HOST:PORT" on its first line.
 class TestUpstream {
  public:
-  explicit TestUpstream(int threads = 0) {
+  // `port` 0 picks a free one; another port is for a restart on the same address.
+  explicit TestUpstream(int threads = 0, int port = 0) {
     int fds[2];
     EXPECT_EQ(pipe(fds), 0);
     posix_spawn_file_actions_t actions;
@@ -30,7 +31,8 @@ class TestUpstream {
     posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
     posix_spawn_file_actions_addclose(&actions, fds[0]);
     const std::string thread_count = std::to_string(threads);
-    const char* argv[] = {TG_TEST_UPSTREAM, "--listen", "127.0.0.1:0", nullptr, nullptr, nullptr};
+    const std::string listen = "127.0.0.1:" + std::to_string(port);
+    const char* argv[] = {TG_TEST_UPSTREAM, "--listen", listen.c_str(), nullptr, nullptr, nullptr};
     if (threads > 0) {
       argv[3] = "--threads";
       argv[4] = thread_count.c_str();

@@ -321,6 +321,29 @@ TEST_F(GatewayTest, AnswersThatEndWithTheConnection) {
   }
 }
 
+// An upstream restart closes every idle connection the gateway keeps to it: each is found
+// closed on its next use and the request retried on a new connection, with no failed request.
+TEST_F(GatewayTest, AnUpstreamRestartFailsNoRequest) {
+  auto restarting = std::make_unique<test_support::TestUpstream>();
+  const int up_port = restarting->port();
+  Start("  - name: plain\n    prefix: /\n    upstream: 127.0.0.1:" + std::to_string(up_port) +
+        "\n");
+  // Requests at once leave several idle connections to the upstream in each worker's pool.
+  std::vector<std::future<Reply>> replies;
+  for (int i = 0; i < 8; ++i) {
+    replies.push_back(std::async(
+        std::launch::async, [&] { return Fetch(port_, "/v1/warm", {"X-Test-Delay-Ms: 300"}); }));
+  }
+  for (auto& r : replies) EXPECT_EQ(r.get().status, 200);
+  restarting.reset();  // SIGTERM: the upstream closes its connections
+  restarting = std::make_unique<test_support::TestUpstream>(0, up_port);
+  ASSERT_EQ(restarting->port(), up_port);
+  for (int i = 0; i < 8; ++i) {
+    const Reply r = Fetch(port_, "/v1/after-restart");
+    EXPECT_EQ(r.status, 200) << r.body;
+  }
+}
+
 TEST_F(GatewayTest, ErrorsAreJsonWithTheRightStatus) {
   Start(
       "  - name: slow\n    prefix: /slow\n    upstream: 127.0.0.1:$UP\n"
