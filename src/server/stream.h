@@ -56,8 +56,9 @@ namespace tailguard::server {
 // What Stream's reads call to receive: ::recvmsg. Replaced only by a test that counts the calls.
 inline ssize_t (*stream_recvmsg)(int fd, msghdr* msg, int flags) = ::recvmsg;
 
-// One recvmsg() into `data`. Returns its result (-1 with errno set on failure); `queued` is what
-// TCP_INQ reports still queued after it (a FIN counts as 1), or -1 when it reports nothing.
+// One recvmsg() into `data`, retried on EINTR. Returns its result (-1 with errno set on
+// failure); `queued` is what TCP_INQ reports still queued after it (a FIN counts as 1), or -1
+// when it reports nothing.
 inline ssize_t ReceiveOnce(int fd, void* data, size_t size, int flags, int& queued) {
   iovec iov{data, size};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
@@ -67,7 +68,10 @@ inline ssize_t ReceiveOnce(int fd, void* data, size_t size, int flags, int& queu
   msg.msg_control = control;
   msg.msg_controllen = sizeof(control);
   queued = -1;
-  const ssize_t n = stream_recvmsg(fd, &msg, flags);
+  ssize_t n;
+  do {
+    n = stream_recvmsg(fd, &msg, flags);
+  } while (n < 0 && errno == EINTR);
 #ifdef TCP_INQ
   if (n >= 0) {
     for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
@@ -108,25 +112,22 @@ reactive_socket_recv_op_base<beast::buffers_prefix_view<tailguard::server::RecvB
   const auto first = boost::asio::buffer_sequence_begin(o->buffers_);
   const mutable_buffer b =
       first == boost::asio::buffer_sequence_end(o->buffers_) ? mutable_buffer() : *first;
-  for (;;) {
-    int queued = -1;
-    const ssize_t n =
-        tailguard::server::ReceiveOnce(o->socket_, b.data(), b.size(), o->flags_, queued);
-    if (n > 0) {
-      o->ec_ = boost::system::error_code();
-      o->bytes_transferred_ = static_cast<size_t>(n);
-      return queued == 0 ? done_and_exhausted : done;
-    }
-    if (n == 0) {
-      o->ec_ = boost::system::error_code();
-      if (b.size() > 0) o->ec_ = boost::asio::error::eof;
-      return done_and_exhausted;
-    }
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) return not_done;
-    o->ec_ = boost::system::error_code(errno, boost::asio::error::get_system_category());
-    return done;
+  int queued = -1;
+  const ssize_t n =
+      tailguard::server::ReceiveOnce(o->socket_, b.data(), b.size(), o->flags_, queued);
+  if (n > 0) {
+    o->ec_ = boost::system::error_code();
+    o->bytes_transferred_ = static_cast<size_t>(n);
+    return queued == 0 ? done_and_exhausted : done;
   }
+  if (n == 0) {
+    o->ec_ = boost::system::error_code();
+    if (b.size() > 0) o->ec_ = boost::asio::error::eof;
+    return done_and_exhausted;
+  }
+  if (errno == EAGAIN || errno == EWOULDBLOCK) return not_done;
+  o->ec_ = boost::system::error_code(errno, boost::asio::error::get_system_category());
+  return done;
 }
 
 }  // namespace boost::asio::detail
@@ -173,10 +174,8 @@ class Stream : public boost::beast::basic_stream<boost::asio::ip::tcp, StreamExe
       return boost::asio::async_initiate<ReadHandler, void(boost::system::error_code, std::size_t)>(
           [this, b](auto h) {
             int queued = -1;
-            ssize_t n;
-            do {
-              n = ReceiveOnce(socket().native_handle(), b.data(), b.size(), MSG_DONTWAIT, queued);
-            } while (n < 0 && errno == EINTR);
+            const ssize_t n =
+                ReceiveOnce(socket().native_handle(), b.data(), b.size(), MSG_DONTWAIT, queued);
             if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
               Base::async_read_some(RecvBuffer(b), std::move(h));
               return;

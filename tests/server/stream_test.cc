@@ -69,12 +69,13 @@ class StreamTest : public ::testing::Test {
   }
   // Runs the io_context until the read completes. The bound only turns a lost wake-up into a
   // failure instead of a hang; a working read completes in microseconds.
-  bool RunUntilDone() {
+  bool RunUntilDone() { return RunUntil(done_); }
+  bool RunUntil(const bool& done) {
     const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!done_ && std::chrono::steady_clock::now() < limit) {
+    while (!done && std::chrono::steady_clock::now() < limit) {
       ioc_.run_one_for(std::chrono::milliseconds(100));
     }
-    return done_;
+    return done;
   }
   std::string Read(size_t capacity, bool new_message) {
     StartRead(capacity, new_message);
@@ -241,9 +242,8 @@ TEST_F(StreamTest, HttpMessagesSplitAndPipelined) {
       ec = e;
       done = true;
     });
-    for (int i = 0; i < 100 && !done; ++i) ioc_.run_one_for(std::chrono::milliseconds(100));
+    EXPECT_TRUE(RunUntil(done));
     stream_->MarkNewMessage(false);
-    EXPECT_TRUE(done);
     EXPECT_FALSE(ec) << ec.message();
     return req;
   };
@@ -277,16 +277,14 @@ TEST_F(StreamTest, AnAnswerThatEndsWithTheConnection) {
     ec = e;
     done = true;
   });
-  for (int i = 0; i < 100 && !done; ++i) ioc_.run_one_for(std::chrono::milliseconds(100));
-  ASSERT_TRUE(done);
+  ASSERT_TRUE(RunUntil(done));
   ASSERT_FALSE(ec) << ec.message();
   done = false;
   http::async_read(*stream_, buffer, parser, [&](beast::error_code e, size_t) {
     ec = e;
     done = true;
   });
-  for (int i = 0; i < 100 && !done; ++i) ioc_.run_one_for(std::chrono::milliseconds(100));
-  ASSERT_TRUE(done) << "the body never ended";
+  ASSERT_TRUE(RunUntil(done)) << "the body never ended";
   EXPECT_FALSE(ec) << ec.message();
   EXPECT_EQ(parser.get().body(), "hello");
 }
