@@ -60,6 +60,9 @@ constexpr size_t kMaxStageNamesPerRoute = 16;
 // Largest upstream response body read into memory (streamed responses have no limit).
 constexpr uint64_t kMaxResponseBytes = 256ull << 20;
 constexpr size_t kMaxUpstreamHeaderBytes = 64 * 1024;
+// Interim (1xx) answers read past before an upstream's final answer: a bound, so an upstream
+// that sends nothing else cannot hold a request (and a worker's attention) forever.
+constexpr int kMaxInterimAnswers = 16;
 
 // A malformed message (as opposed to a connection that ended or timed out).
 bool IsParseError(const beast::error_code& ec) {
@@ -809,6 +812,8 @@ awaitable<bool> Worker::Proxy(Stream& client, const std::string& peer,
   size_t connect_attempts = 0;
   bool retried_stale = false;
   bool same_upstream = false;
+  // Why an upstream's answer was refused although it parsed (a 101, too many 1xx); "" if not.
+  std::string bad_answer;
   for (;;) {
     const size_t u = same_upstream ? x.upstream : Pick(route_index);
     same_upstream = false;
@@ -848,17 +853,49 @@ awaitable<bool> Worker::Proxy(Stream& client, const std::string& peer,
         co_await net::async_write(conn->stream, rest, Token(ec));
       }
     }
+    int interim = 0;
     if (!ec) {
-      header.emplace();
-      header->header_limit(kMaxUpstreamHeaderBytes);
-      header->body_limit(kMaxResponseBytes);
-      if (head) header->skip(true);
+      const auto new_header = [&header, head] {
+        header.emplace();
+        header->header_limit(kMaxUpstreamHeaderBytes);
+        header->body_limit(kMaxResponseBytes);
+        if (head) header->skip(true);  // an answer to HEAD has no body, whatever its fields say
+      };
+      new_header();
       conn->stream.MarkNewMessage();  // the answer follows the request just sent
       co_await http::async_read_header(conn->stream, conn->buffer, *header, Token(ec));
       conn->stream.MarkNewMessage(false);
+      // Interim answers (1xx, RFC 9110 15.2: 103 Early Hints, a 100 Continue nobody asked for)
+      // come before the final one and have no body. Like nginx and Envoy, the gateway does not
+      // relay them but reads past them: the final answer must not be left unread on a
+      // connection that goes back to the pool.
+      while (!ec && header->get().result_int() / 100 == 1 && header->get().result_int() != 101 &&
+             interim < kMaxInterimAnswers) {
+        ++interim;
+        new_header();
+        co_await http::async_read_header(conn->stream, conn->buffer, *header, Token(ec));
+      }
     }
-    if (!ec) break;
-    const bool stale = reused && !retried_stale &&
+    if (!ec) {
+      const unsigned code = header->get().result_int();
+      if (code / 100 != 1) break;
+      // A 101 switches protocols, which the gateway never asks for (Upgrade is stripped), and a
+      // run of 1xx this long is no answer: the connection is in an unknown state, and dropped.
+      if (code == 101) {
+        bad_answer = "switched protocols (101) without being asked to";
+      } else {
+        bad_answer = Cat("sent more than ", std::to_string(kMaxInterimAnswers),
+                         " interim (1xx) answers without a final one");
+      }
+      conn.reset();
+      header.reset();
+      error = UpstreamError::kProtocol;
+      up.Failure(error, g_.clock.MonotonicNow());
+      break;
+    }
+    // A connection that has already answered (with a 1xx) is not stale: the upstream has the
+    // request, and may have acted on it.
+    const bool stale = reused && !retried_stale && interim == 0 &&
                        (ec == http::error::end_of_stream || ec == net::error::connection_reset ||
                         ec == net::error::broken_pipe || ec == net::error::eof);
     conn.reset();
@@ -895,16 +932,26 @@ awaitable<bool> Worker::Proxy(Stream& client, const std::string& peer,
                          : error == UpstreamError::kProtocol
                              ? "sent a malformed response"
                              : "closed the connection without an answer";
+      // Built outside the co_await (see the GCC 12 note below).
+      std::string message = Cat("upstream ", address, " ");
+      if (bad_answer.empty()) {
+        message += Cat(what, " (", ec.message(), ")");
+      } else {
+        message += bad_answer;
+      }
       ok = co_await WriteError(client, client_version, keep_alive, http::status::bad_gateway,
-                               "upstream_unavailable",
-                               Cat("upstream ", address, " ", what, " (", ec.message(), ")"));
+                               "upstream_unavailable", message);
     }
   } else {
     g_.upstreams[x.upstream]->Success();
     auto& h = header->get();
     x.status = static_cast<int>(h.result_int());
     x.server_timing = std::string(View(FieldValue(h, "Server-Timing")));
+    // An answer without a body (to HEAD, a 204, a 304: the parser is done with its header) is
+    // relayed as a plain one even when it names an event stream: chunked framing would put a
+    // stray last chunk on the client's connection, ahead of its next answer.
     const bool streaming =
+        !header->is_done() &&
         beast::iequals(FieldValue(h, http::field::content_type).substr(0, 17), "text/event-stream");
     if (!streaming) {
       http::response_parser<http::string_body> body{std::move(*header)};
@@ -938,8 +985,10 @@ awaitable<bool> Worker::Proxy(Stream& client, const std::string& peer,
                                 timeout ? http::status::gateway_timeout : http::status::bad_gateway,
                                 timeout ? "upstream_timeout" : "upstream_unavailable", message);
       } else {
+        // The parser's verdict: the Connection field and the version, and false for an answer
+        // whose body ended with the connection (no length), whose socket is gone.
+        const bool upstream_keep = body.keep_alive();
         http::response<http::string_body> res = body.release();
-        const bool upstream_keep = KeepAlive(res, res.version());
         if (upstream_keep) {
           Release(x.upstream, std::move(conn));
         } else {
@@ -1020,7 +1069,10 @@ awaitable<bool> Worker::Proxy(Stream& client, const std::string& peer,
           // A chunk of size zero would end the client's body: wait for data instead.
           if (n == 0 && !stream.is_done()) continue;
           msg.body().size = n;
-          msg.body().data = buf;
+          // The upstream's last chunk alone ends the body with no data: no buffer, so that the
+          // serializer writes only the last chunk. An empty buffer would be written as a chunk
+          // of size zero (itself a last chunk) followed by a second one.
+          msg.body().data = n == 0 ? nullptr : buf;
           msg.body().more = !stream.is_done();
         } else {
           msg.body().data = nullptr;

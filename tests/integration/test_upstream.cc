@@ -1,7 +1,7 @@
 // tg_test_upstream: a scriptable HTTP/1.1 upstream for the reverse-proxy integration tests.
-// Request headers choose the delay, status, body, streaming and failure mode of each answer, so a
-// proxy in front forwards them; every request is recorded and can be read back at /test/requests.
-// See tests/integration/README.md for the controls.
+// Request headers choose the interim answers, delay, status, body, streaming and failure mode of
+// each answer, so a proxy in front forwards them; every request is recorded and can be read back
+// at /test/requests. See tests/integration/README.md for the controls, and MakePlan().
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -44,6 +44,7 @@ constexpr std::uint32_t kMaxHeaderBytes = 64 << 10;
 constexpr std::int64_t kMaxResponseBodyBytes = std::int64_t{1} << 30;
 constexpr std::int64_t kMaxDelayMs = 24 * 3600 * 1000;
 constexpr std::int64_t kMaxTokens = 1'000'000;
+constexpr std::size_t kMaxInterim = 256;
 
 std::string_view View(beast::string_view s) { return {s.data(), s.size()}; }
 
@@ -134,8 +135,10 @@ class Recorder {
 // What the request headers ask the server to do.
 struct Plan {
   // kEofBody: the answer's body ends where the connection does (no Content-Length, not
-  // chunked). kTruncate: the connection closes 10 bytes short of the Content-Length.
-  enum class Action { kAnswer, kReset, kHang, kClose, kEofBody, kTruncate };
+  // chunked), with Connection: close; kEofBodySilent: the same without the Connection field,
+  // as an HTTP/1.1 server may do. kTruncate: the connection closes 10 bytes short of the
+  // Content-Length.
+  enum class Action { kAnswer, kReset, kHang, kClose, kEofBody, kEofBodySilent, kTruncate };
 
   Action action = Action::kAnswer;
   std::chrono::milliseconds delay{0};
@@ -146,6 +149,9 @@ struct Plan {
   std::int64_t tokens = 5;
   std::chrono::milliseconds first_token{0};
   std::chrono::milliseconds token_interval{0};
+  // X-Test-Interim: 103, 100: interim (1xx) answers sent, in order, in one write before the
+  // delay and the final answer (a 103 with a Link field, a 101 with Upgrade: websocket).
+  std::vector<unsigned> interim;
 };
 
 // Reads the integer header `name` into `out` when present. REQUIRES: min <= max.
@@ -198,6 +204,21 @@ absl::StatusOr<Plan> MakePlan(const Request& req) {
   if (auto it = req.find("X-Test-Server-Timing"); it != req.end()) {
     plan.server_timing = std::string(View(it->value()));
   }
+  if (auto it = req.find("X-Test-Interim"); it != req.end()) {
+    for (std::string_view part : Split(View(it->value()), ',')) {
+      part = Trim(part);
+      unsigned code = 0;
+      auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), code);
+      if (ec != std::errc() || end != part.data() + part.size() || code < 100 || code > 199 ||
+          plan.interim.size() >= kMaxInterim) {
+        return absl::InvalidArgumentError(
+            "X-Test-Interim: expected a comma-separated list of at most " +
+            std::to_string(kMaxInterim) + " statuses in [100, 199], got '" +
+            std::string(View(it->value())) + "'");
+      }
+      plan.interim.push_back(code);
+    }
+  }
   if (auto it = req.find("X-Test-Action"); it != req.end()) {
     std::string action = Lower(Trim(View(it->value())));
     if (action == "reset") {
@@ -208,11 +229,15 @@ absl::StatusOr<Plan> MakePlan(const Request& req) {
       plan.action = Plan::Action::kClose;
     } else if (action == "eof-body") {
       plan.action = Plan::Action::kEofBody;
+    } else if (action == "eof-body-silent") {
+      plan.action = Plan::Action::kEofBodySilent;
     } else if (action == "truncate") {
       plan.action = Plan::Action::kTruncate;
     } else if (!action.empty()) {
       return absl::InvalidArgumentError(
-          "X-Test-Action: expected reset, hang, close, eof-body or truncate, got '" + action + "'");
+          "X-Test-Action: expected reset, hang, close, eof-body, eof-body-silent or truncate, got "
+          "'" +
+          action + "'");
     }
   }
   return plan;
@@ -315,6 +340,28 @@ class Session : public std::enable_shared_from_this<Session> {
                        error.dump(-1, ' ', false, json::error_handler_t::replace));
     }
     plan_ = *std::move(plan);
+    if (plan_.interim.empty()) return Delay();
+    // All interim answers in one write: a proxy must find the final answer behind them in the
+    // same buffer as well as in a later read (X-Test-Delay-Ms).
+    interim_.clear();
+    for (unsigned code : plan_.interim) {
+      // Boost 1.74 predates 103 (RFC 8297).
+      const std::string reason =
+          code == 103 ? std::string("Early Hints")
+                      : std::string(View(http::obsolete_reason(static_cast<http::status>(code))));
+      interim_ += "HTTP/1.1 " + std::to_string(code) + " " + reason + "\r\n";
+      if (code == 101) interim_ += "Connection: Upgrade\r\nUpgrade: websocket\r\n";
+      if (code == 103) interim_ += "Link: </style.css>; rel=preload; as=style\r\n";
+      interim_ += "\r\n";
+    }
+    net::async_write(socket_, net::buffer(interim_),
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                       if (ec) return self->Shutdown();
+                       self->Delay();
+                     });
+  }
+
+  void Delay() {
     if (plan_.delay.count() == 0) return Act();
     timer_.expires_after(plan_.delay);
     timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
@@ -336,6 +383,7 @@ class Session : public std::enable_shared_from_this<Session> {
       case Plan::Action::kAnswer:
       case Plan::Action::kClose:
       case Plan::Action::kEofBody:
+      case Plan::Action::kEofBodySilent:
       case Plan::Action::kTruncate:
         break;
     }
@@ -370,11 +418,14 @@ class Session : public std::enable_shared_from_this<Session> {
     res_.keep_alive(req_.keep_alive() && !close);
     res_.prepare_payload();
     if (res_.result() == http::status::no_content) res_.erase(http::field::content_length);
-    if (plan_.action == Plan::Action::kEofBody) {
+    if (plan_.action == Plan::Action::kEofBody || plan_.action == Plan::Action::kEofBodySilent) {
       res_.erase(http::field::content_length);
+      if (plan_.action == Plan::Action::kEofBodySilent) res_.erase(http::field::connection);
     } else if (plan_.action == Plan::Action::kTruncate) {
       res_.content_length(res_.body().size() + 10);
     }
+    // An answer to HEAD has the fields a GET's would have, and no body.
+    if (req_.method() == http::verb::head) res_.body().clear();
     http::async_write(
         socket_, res_,
         [self = shared_from_this()](beast::error_code ec, std::size_t) { self->AfterAnswer(ec); });
@@ -396,14 +447,23 @@ class Session : public std::enable_shared_from_this<Session> {
     stream_res_.set(http::field::cache_control, "no-cache");
     if (!plan_.server_timing.empty()) stream_res_.set("Server-Timing", plan_.server_timing);
     stream_res_.keep_alive(req_.keep_alive() && plan_.action != Plan::Action::kClose);
-    stream_res_.chunked(true);
+    // 204 and 304 have no body, so no framing either; an answer to HEAD has the fields (chunked,
+    // no Content-Length) of the GET's, and no body.
+    const bool no_content = plan_.status == 204 || plan_.status == 304;
+    const bool bodiless = no_content || req_.method() == http::verb::head;
+    if (!no_content) stream_res_.chunked(true);
     serializer_.emplace(stream_res_);
     next_token_ = 0;
-    http::async_write_header(socket_, *serializer_,
-                             [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                               if (ec) return self->Shutdown();
-                               self->WaitForToken(self->plan_.first_token);
-                             });
+    http::async_write_header(
+        socket_, *serializer_,
+        [self = shared_from_this(), bodiless](beast::error_code ec, std::size_t) {
+          if (ec) return self->Shutdown();
+          if (bodiless) {
+            self->serializer_.reset();
+            return self->AfterAnswer(ec);
+          }
+          self->WaitForToken(self->plan_.first_token);
+        });
   }
 
   void WaitForToken(std::chrono::milliseconds wait) {
@@ -463,6 +523,7 @@ class Session : public std::enable_shared_from_this<Session> {
   Request req_;
   Plan plan_;
   http::response<http::empty_body> continue_;
+  std::string interim_;
   http::response<http::string_body> res_;
   http::response<http::empty_body> stream_res_;
   std::optional<http::response_serializer<http::empty_body>> serializer_;

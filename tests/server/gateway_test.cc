@@ -123,6 +123,85 @@ std::string Raw(int port, const std::string& bytes) {
   return out;
 }
 
+// One client connection that sees exactly the bytes the gateway writes, answer after answer.
+class RawClient {
+ public:
+  explicit RawClient(int port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    EXPECT_EQ(connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    timeval tv{10, 0};  // a bound on a broken test, not a wait the test relies on
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  }
+  ~RawClient() { close(fd_); }
+  RawClient(const RawClient&) = delete;
+  RawClient& operator=(const RawClient&) = delete;
+
+  void Send(const std::string& bytes) {
+    EXPECT_EQ(write(fd_, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  }
+
+  // The bytes received up to and including `delimiter`; what came before the connection ended
+  // (or the receive timeout) if it never does.
+  std::string ReadUntil(std::string_view delimiter) {
+    size_t at;
+    while ((at = buffer_.find(delimiter)) == std::string::npos && Fill()) {
+    }
+    return Take(at == std::string::npos ? buffer_.size() : at + delimiter.size());
+  }
+
+  // The next `n` bytes received (fewer if the connection ends first).
+  std::string Read(size_t n) {
+    while (buffer_.size() < n && Fill()) {
+    }
+    return Take(std::min(n, buffer_.size()));
+  }
+
+  // One answer: its header, and then as many bytes as its Content-Length says (none if it has
+  // none, as for an answer to HEAD, a 204 or a 304).
+  std::string ReadAnswer(bool head = false) {
+    std::string answer = ReadUntil("\r\n\r\n");
+    const size_t at = answer.find("Content-Length: ");
+    if (!head && at != std::string::npos) {
+      answer += Read(std::stoul(answer.substr(at + 16)));
+    }
+    return answer;
+  }
+
+ private:
+  bool Fill() {
+    char buf[4096];
+    const ssize_t n = read(fd_, buf, sizeof(buf));
+    if (n <= 0) return false;
+    buffer_.append(buf, static_cast<size_t>(n));
+    return true;
+  }
+  std::string Take(size_t n) {
+    std::string out = buffer_.substr(0, n);
+    buffer_.erase(0, n);
+    return out;
+  }
+
+  int fd_;
+  std::string buffer_;  // received, not yet taken
+};
+
+// A keep-alive GET with `headers` (each ending in CRLF).
+std::string RawGet(const std::string& path, const std::string& headers = "",
+                   const std::string& method = "GET") {
+  return method + " " + path + " HTTP/1.1\r\nHost: gateway\r\n" + headers + "\r\n";
+}
+
+// The "path" tg_test_upstream's default body echoes, in a raw answer ("" if none).
+std::string EchoedPath(const std::string& answer) {
+  const size_t at = answer.find("\r\n\r\n");
+  if (at == std::string::npos) return "";
+  const json body = json::parse(answer.substr(at + 4), nullptr, /*allow_exceptions=*/false);
+  return body.is_object() ? body.value("path", "") : "";
+}
+
 class GatewayTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -321,6 +400,34 @@ TEST_F(GatewayTest, AnswersThatEndWithTheConnection) {
   }
 }
 
+// An answer whose body ends with the connection (no Content-Length, no chunks, and here no
+// Connection: close either, which HTTP/1.1 allows) leaves no connection to reuse. It once went back
+// to the pool all the same, so that the next request on that worker was sent on a closed socket
+// first, failed, and was retried on a new connection: two upstream requests for one.
+TEST_F(GatewayTest, AnAnswerEndingWithItsConnectionIsNotPooled) {
+  Start(kPlainRoute);
+  constexpr int kRounds = 10;
+  {
+    RawClient client(port_);  // one client connection: one worker, one pool
+    for (int i = 0; i < kRounds; ++i) {
+      client.Send(
+          RawGet("/pool/eof", "X-Test-Action: eof-body-silent\r\nX-Test-Body-Bytes: 30\r\n"));
+      std::string answer = client.ReadAnswer();
+      EXPECT_THAT(answer, testing::StartsWith("HTTP/1.1 200 OK\r\n"));
+      EXPECT_THAT(answer, testing::EndsWith(std::string(30, 'x')));
+      client.Send(RawGet("/pool/next"));
+      answer = client.ReadAnswer();
+      EXPECT_THAT(answer, testing::StartsWith("HTTP/1.1 200 OK\r\n"));
+      EXPECT_EQ(EchoedPath(answer), "/pool/next");
+    }
+  }
+  const std::string metrics = Fetch(port_, "/metrics").body;
+  EXPECT_THAT(metrics,
+              testing::ContainsRegex("tailguard_upstream_requests_total\\{upstream=\"127.0.0.1:" +
+                                     std::to_string(upstream_->port()) + "\"\\} " +
+                                     std::to_string(2 * kRounds) + "\n"));
+}
+
 // An upstream restart closes every idle connection the gateway keeps to it: each is found
 // closed on its next use and the request retried on a new connection, with no failed request.
 TEST_F(GatewayTest, AnUpstreamRestartFailsNoRequest) {
@@ -342,6 +449,114 @@ TEST_F(GatewayTest, AnUpstreamRestartFailsNoRequest) {
     const Reply r = Fetch(port_, "/v1/after-restart");
     EXPECT_EQ(r.status, 200) << r.body;
   }
+}
+
+// Interim answers (103 Early Hints, 100 Continue) from the upstream are read past, not relayed:
+// once, the 103 went to the client as the answer, and the upstream connection went back to the
+// pool with the real answer unread, to be given to the next request.
+TEST_F(GatewayTest, InterimAnswersFromTheUpstreamAreNotRelayed) {
+  Start(kPlainRoute);
+  {
+    // One client connection: its requests go to one worker, and so to its pooled upstream
+    // connection.
+    RawClient client(port_);
+    client.Send(RawGet("/interim/first", "X-Test-Interim: 103\r\n"));
+    std::string answer = client.ReadAnswer();
+    EXPECT_THAT(answer, testing::StartsWith("HTTP/1.1 200 OK\r\n"));
+    EXPECT_THAT(answer, Not(HasSubstr("103")));
+    EXPECT_EQ(EchoedPath(answer), "/interim/first");
+
+    client.Send(RawGet("/interim/second"));
+    answer = client.ReadAnswer();
+    EXPECT_THAT(answer, testing::StartsWith("HTTP/1.1 200 OK\r\n"));
+    EXPECT_EQ(EchoedPath(answer), "/interim/second");
+
+    // Several, and the final answer in a later read than theirs.
+    client.Send(
+        RawGet("/interim/third", "X-Test-Interim: 100, 103, 103\r\nX-Test-Delay-Ms: 50\r\n"));
+    answer = client.ReadAnswer();
+    EXPECT_THAT(answer, testing::StartsWith("HTTP/1.1 200 OK\r\n"));
+    EXPECT_EQ(EchoedPath(answer), "/interim/third");
+
+    client.Send(RawGet("/interim/fourth"));
+    answer = client.ReadAnswer();
+    EXPECT_THAT(answer, testing::StartsWith("HTTP/1.1 200 OK\r\n"));
+    EXPECT_EQ(EchoedPath(answer), "/interim/fourth");
+  }
+  // All four went over one upstream connection, kept alive between them.
+  const json recorded = json::parse(Fetch(upstream_->port(), "/test/requests").body);
+  std::vector<uint64_t> connections;
+  for (const json& r : recorded) {
+    if (std::string(r["target"]).starts_with("/interim/")) connections.push_back(r["connection"]);
+  }
+  ASSERT_EQ(connections.size(), 4u) << recorded.dump();
+  EXPECT_THAT(connections, testing::Each(connections[0]));
+
+  // At most 16 interim answers are read past; the 17th is a bad answer.
+  std::string sixteen = "X-Test-Interim: 103";
+  for (int i = 1; i < 16; ++i) sixteen += ", 103";
+  Reply r = Fetch(port_, "/interim/sixteen", {sixteen});
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(json::parse(r.body)["path"], "/interim/sixteen");
+  r = Fetch(port_, "/interim/seventeen", {sixteen + ", 103"});
+  EXPECT_EQ(r.status, 502);
+  EXPECT_EQ(json::parse(r.body)["error"]["code"], "upstream_unavailable");
+  EXPECT_THAT(std::string(json::parse(r.body)["error"]["message"]),
+              HasSubstr("more than 16 interim (1xx) answers"));
+  // 101 switches protocols, which the gateway never asked for.
+  r = Fetch(port_, "/interim/upgrade", {"X-Test-Interim: 101"});
+  EXPECT_EQ(r.status, 502);
+  EXPECT_EQ(json::parse(r.body)["error"]["code"], "upstream_unavailable");
+  EXPECT_THAT(std::string(json::parse(r.body)["error"]["message"]),
+              HasSubstr("switched protocols (101)"));
+  // Those connections were dropped, not pooled: the next answers are their own.
+  for (int i = 0; i < 4; ++i) {
+    r = Fetch(port_, "/interim/after");
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(json::parse(r.body)["path"], "/interim/after");
+  }
+}
+
+// An answer without a body (to HEAD, a 204, a 304) that names an event stream: once, the
+// gateway relayed it chunked and wrote a last chunk ("0\r\n\r\n") ahead of the next answer on
+// the client's connection.
+TEST_F(GatewayTest, BodilessStreamAnswersEndWithTheirHeader) {
+  Start(kPlainRoute);
+  RawClient client(port_);
+  const struct {
+    std::string request;
+    std::string status_line;
+    bool head;
+  } cases[] = {
+      {RawGet("/events/head", "X-Test-Stream: 1\r\n", "HEAD"), "HTTP/1.1 200 OK\r\n", true},
+      {RawGet("/events/204", "X-Test-Stream: 1\r\nX-Test-Status: 204\r\n"),
+       "HTTP/1.1 204 No Content\r\n", false},
+      {RawGet("/events/304", "X-Test-Stream: 1\r\nX-Test-Status: 304\r\n"),
+       "HTTP/1.1 304 Not Modified\r\n", false},
+      {RawGet("/plain/head", "", "HEAD"), "HTTP/1.1 200 OK\r\n", true},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.request);
+    client.Send(c.request);
+    const std::string answer = client.ReadAnswer(c.head);
+    EXPECT_THAT(answer, testing::StartsWith(c.status_line));
+    if (!c.head) {
+      EXPECT_THAT(answer, Not(HasSubstr("Transfer-Encoding")));
+    }
+    // The next request's answer is the next thing on the connection: nothing in between.
+    client.Send(RawGet("/after"));
+    const std::string next = client.ReadAnswer();
+    EXPECT_THAT(next, testing::StartsWith("HTTP/1.1 200 OK\r\n"));
+    EXPECT_EQ(EchoedPath(next), "/after") << next;
+  }
+  // And a streamed GET still streams, on the same connection.
+  client.Send(RawGet("/events/get", "X-Test-Stream: 1\r\nX-Test-Tokens: 2\r\n"));
+  EXPECT_THAT(client.ReadAnswer(), HasSubstr("Transfer-Encoding: chunked"));
+  const std::string events = client.ReadUntil("\r\n0\r\n\r\n");
+  EXPECT_THAT(events, HasSubstr("tok1"));
+  EXPECT_THAT(events, HasSubstr("data: [DONE]"));
+  client.Send(RawGet("/after"));
+  EXPECT_THAT(client.ReadAnswer(), testing::StartsWith("HTTP/1.1 200 OK\r\n"));
 }
 
 TEST_F(GatewayTest, ErrorsAreJsonWithTheRightStatus) {
