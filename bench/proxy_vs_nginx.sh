@@ -1,32 +1,44 @@
 #!/usr/bin/env bash
 # Side-by-side proxy benchmark: `tailguard serve` against nginx as a reverse proxy in front of the
-# same nginx upstream (requests/s at saturation), then the latency tailguard adds at half of its
-# maximum load, with what the nginx proxy adds at the same pacing as the reference. Prints FIGURE
-# lines (DESIGN.md, Conventions); takes about a minute.
+# same nginx upstream. First requests/s at saturation (wrk, alternating); then the latency each
+# adds to a request, against the upstream direct, at half of tailguard's maximum rate and at a
+# light rate. Prints FIGURE lines (DESIGN.md, Conventions); takes about four minutes.
 #
 # Usage: bench/proxy_vs_nginx.sh BUILD_DIR     (tailguard is BUILD_DIR/apps/tailguard/tailguard)
 # Environment (all optional):
 #   C=32               wrk connections for the throughput runs
-#   D=5                seconds per wrk run
+#   D=5                seconds per run
 #   ROUNDS=5           runs per target; the targets alternate and each reports its median
-#   PACED_DELAY_MS=10  think time per connection in the paced latency runs (see below)
+#   LIGHT_RATE=1000    req/s of the light-load latency runs (FIGURE ..._light); 0 skips them
+#   LATENCY_CLIENT=loadgen  what paces the latency runs: loadgen (`tailguard loadgen`, open
+#                      loop) or wrk (closed loop, paced by a Lua delay(); see below)
+#   LATENCY_DISTRIBUTION=constant  loadgen's spacing of requests: constant or poisson
+#   LOADGEN_C=64       loadgen connections (the most requests in flight)
+#   PACED_DELAY_MS=10  wrk only: mean think time per connection after an answer
 #   PROXY_UNDER_TEST=nginx  a second nginx proxy stands in for tailguard: tests this script
 #                      while `tailguard serve` does not exist (the ratio should be near 1.0)
 #   NGINX=/usr/sbin/nginx  WRK=wrk
 #
-# Pacing: wrk is closed-loop, so the latency runs pace it with a Lua delay(): after every answer a
-# connection waits a random whole number of milliseconds, uniform in [0, 2 * PACED_DELAY_MS]
-# (mean PACED_DELAY_MS; random so that the connections do not fire in lock-step bursts). With N
-# connections the rate is about N / (PACED_DELAY_MS + latency); the script takes
-# N = rate * PACED_DELAY_MS / 1000 for a rate of half of the proxy's measured maximum, so the
-# achieved rate is a little lower (by latency / delay, a few %), alike for both targets. wrk does
-# not correct for coordinated omission; at half load queues are short and the error is small.
+# Latency runs: wrk is closed-loop, and its Lua delay() counts whole milliseconds, so at tens of
+# thousands of requests a second the paced connections fire in bursts of rate/1000 requests on
+# each millisecond tick. What wrk then measures is mostly the wait behind the rest of the burst:
+# the direct P50 was about 300 or about 500 us from round to round on a 2-core machine where one
+# request takes 15 us, and the added latency moved with it. `tailguard loadgen` sends each request
+# at its own time (constant spacing: one every 29 us at 34 k/s) and measures from that intended
+# time, like wrk2, so the difference between the direct and the proxied run is what the proxy
+# adds. All three targets are measured the same way in each round. On a machine with few cores
+# the generator, the upstream and the proxy compete for them at half load (loadgen takes about
+# one core at 34 k/s); the light-load runs show what a hop costs without that.
 set -euo pipefail
 
 build=${1:?usage: bench/proxy_vs_nginx.sh BUILD_DIR}
 C=${C:-32}
 D=${D:-5}
 ROUNDS=${ROUNDS:-5}
+LIGHT_RATE=${LIGHT_RATE:-1000}
+LATENCY_CLIENT=${LATENCY_CLIENT:-loadgen}
+LATENCY_DISTRIBUTION=${LATENCY_DISTRIBUTION:-constant}
+LOADGEN_C=${LOADGEN_C:-64}
 PACED_DELAY_MS=${PACED_DELAY_MS:-10}
 PROXY_UNDER_TEST=${PROXY_UNDER_TEST:-tailguard}
 NGINX=${NGINX:-/usr/sbin/nginx}
@@ -53,6 +65,21 @@ case $PROXY_UNDER_TEST in
     ;;
   nginx) put_name="nginx#2 (stand-in for tailguard)" ;;
   *) die "PROXY_UNDER_TEST must be tailguard or nginx, not '$PROXY_UNDER_TEST'" ;;
+esac
+
+[[ $LIGHT_RATE =~ ^[0-9]+$ ]] || die "LIGHT_RATE must be a whole number of req/s, not '$LIGHT_RATE'"
+case $LATENCY_CLIENT in
+  loadgen)
+    "$tailguard" --help 2>/dev/null | grep -qE '^[[:space:]]+loadgen([[:space:]]|$)' ||
+      die "LATENCY_CLIENT=loadgen needs $tailguard with its 'loadgen' sub-command" \
+        "(build it, or set LATENCY_CLIENT=wrk)"
+    case $LATENCY_DISTRIBUTION in
+      constant | poisson) ;;
+      *) die "LATENCY_DISTRIBUTION must be constant or poisson, not '$LATENCY_DISTRIBUTION'" ;;
+    esac
+    ;;
+  wrk) ;;
+  *) die "LATENCY_CLIENT must be loadgen or wrk, not '$LATENCY_CLIENT'" ;;
 esac
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tg-proxy-bench.XXXXXX")
@@ -197,61 +224,97 @@ ratio=$(awk -v a="$put_med" -v b="$nginx_med" 'BEGIN { printf "%.3f", a / b }')
 echo "nginx proxy: median $nginx_med req/s (${nginx_rps[*]})"
 echo "$put_name: median $put_med req/s (${put_rps[*]})"
 
-# Added latency at half of the proxy's maximum load, direct and proxied at the same pacing.
-read -r rate paced_c <<<"$(awk -v max="$put_med" -v d="$PACED_DELAY_MS" 'BEGIN {
-  rate = max / 2; c = int(rate * d / 1000 + 0.5); if (c < 1) c = 1; if (c > 1000) c = 1000
-  printf "%.0f %d\n", rate, c }')"
-cat >"$tmp/pace.lua" <<EOF
--- $paced_c connections, each waiting $PACED_DELAY_MS ms on average after an answer: ~$rate req/s.
+[ "$PROXY_UNDER_TEST" = nginx ] &&
+  echo "NOTE: PROXY_UNDER_TEST=nginx: these figures compare nginx with itself, not tailguard"
+echo "FIGURE proxy_rps_ratio_vs_nginx $ratio x"
+
+# Added latency: direct, through the proxy under test and through the nginx proxy (the
+# reference) at the same rate, alternating; first at half of the proxy's maximum rate, then at
+# LIGHT_RATE.
+if [ "$LATENCY_CLIENT" = loadgen ]; then
+  client_name="tailguard loadgen, open loop, $LATENCY_DISTRIBUTION spacing, -c$LOADGEN_C"
+  # loadgen's table prints durations as 812ns, 84.1us, 1.34ms or 2.01s.
+  table_us() {
+    awk -v key="$2" '$1 == key {
+      v = $2
+      if (v ~ /ns$/) { sub(/ns$/, "", v); print v / 1e3 }
+      else if (v ~ /us$/) { sub(/us$/, "", v); print v + 0 }
+      else if (v ~ /ms$/) { sub(/ms$/, "", v); print v * 1e3 }
+      else if (v ~ /s$/) { sub(/s$/, "", v); print v * 1e6 }
+    }' "$1"
+  }
+  # measure URL RATE: one run; sets lat_p50, lat_p99 (us) and lat_rate (req/s achieved).
+  measure() {
+    local out=$tmp/loadgen.txt
+    "$tailguard" loadgen "$1" --rate "$2" --duration "${D}s" -c "$LOADGEN_C" \
+      --distribution "$LATENCY_DISTRIBUTION" -q >"$out" 2>&1 ||
+      { cat "$out" >&2; die "tailguard loadgen failed against $1"; }
+    if ! grep -qE '^errors +none$' "$out" || ! grep -qE ' 0 dropped' "$out"; then
+      cat "$out" >&2
+      die "errors or drops against $1 (see loadgen's report above); the run does not count"
+    fi
+    lat_p50=$(table_us "$out" p50) lat_p99=$(table_us "$out" p99)
+    lat_rate=$(awk '$1 == "rate" { sub(/\/s$/, "", $4); print $4 }' "$out")
+  }
+else
+  client_name="wrk, paced by a Lua delay() of ${PACED_DELAY_MS} ms on average"
+  # wrk is closed-loop: after every answer a connection waits a random whole number of
+  # milliseconds, uniform in [0, 2 * PACED_DELAY_MS]; N connections give about
+  # N / (PACED_DELAY_MS + latency) req/s.
+  cat >"$tmp/pace.lua" <<EOF
 function delay()
   return math.random(0, 2 * $PACED_DELAY_MS)
 end
 EOF
-echo "latency at ~$rate req/s (half of $put_name's max): wrk -c$paced_c, mean delay ${PACED_DELAY_MS} ms"
-# The nginx proxy at the same pacing is the reference: what a mature proxy adds on this machine.
-direct_p50=() direct_p99=() put_p50=() put_p99=() ref_p50=() ref_p99=()
-for r in $(seq "$ROUNDS"); do
-  run_wrk "$tmp/wrk.txt" "$paced_c" "$direct_url" -s "$tmp/pace.lua"
-  direct_p50+=("$(latency_us "$tmp/wrk.txt" 50)")
-  direct_p99+=("$(latency_us "$tmp/wrk.txt" 99)")
-  direct_rate=$(rps_of "$tmp/wrk.txt")
-  run_wrk "$tmp/wrk.txt" "$paced_c" "$put_url" -s "$tmp/pace.lua"
-  put_p50+=("$(latency_us "$tmp/wrk.txt" 50)")
-  put_p99+=("$(latency_us "$tmp/wrk.txt" 99)")
-  put_rate=$(rps_of "$tmp/wrk.txt")
-  run_wrk "$tmp/wrk.txt" "$paced_c" "$nginx_url" -s "$tmp/pace.lua"
-  ref_p50+=("$(latency_us "$tmp/wrk.txt" 50)")
-  ref_p99+=("$(latency_us "$tmp/wrk.txt" 99)")
-  echo "round $r/$ROUNDS: direct p50 ${direct_p50[-1]} us p99 ${direct_p99[-1]} us" \
-    "($direct_rate req/s); $put_name p50 ${put_p50[-1]} us p99 ${put_p99[-1]} us" \
-    "($put_rate req/s); nginx proxy p50 ${ref_p50[-1]} us p99 ${ref_p99[-1]} us" \
-    "($(rps_of "$tmp/wrk.txt") req/s)"
-done
-d50=$(median "${direct_p50[@]}") d99=$(median "${direct_p99[@]}")
-p50=$(median "${put_p50[@]}") p99=$(median "${put_p99[@]}")
-r50=$(median "${ref_p50[@]}") r99=$(median "${ref_p99[@]}")
-echo "direct: median p50 $d50 us, p99 $d99 us"
-echo "$put_name: median p50 $p50 us, p99 $p99 us"
-echo "nginx proxy: median p50 $r50 us, p99 $r99 us"
-
-[ "$PROXY_UNDER_TEST" = nginx ] &&
-  echo "NOTE: PROXY_UNDER_TEST=nginx: these figures compare nginx with itself, not tailguard"
-echo "FIGURE proxy_rps_ratio_vs_nginx $ratio x"
-# Added latency: the median over rounds of each round's difference from the direct run just
-# before it, so that drift between rounds on a shared machine cancels out.
-added() {  # added NAME PROXIED... -- DIRECT...
-  local name=$1 proxied=() direct=() diffs=() i
-  shift
+  measure() {
+    local conns
+    conns=$(awk -v r="$2" -v d="$PACED_DELAY_MS" 'BEGIN {
+      c = int(r * d / 1000 + 0.5); if (c < 1) c = 1; if (c > 1000) c = 1000; print c }')
+    run_wrk "$tmp/wrk.txt" "$conns" "$1" -s "$tmp/pace.lua"
+    lat_p50=$(latency_us "$tmp/wrk.txt" 50) lat_p99=$(latency_us "$tmp/wrk.txt" 99)
+    lat_rate=$(rps_of "$tmp/wrk.txt")
+  }
+fi
+# added NAME SUFFIX PROXIED... -- DIRECT...: the median over rounds of each round's difference
+# from the direct run just before it, so that drift between rounds on a shared machine cancels.
+added() {
+  local name=$1 suffix=$2 proxied=() direct=() diffs=() i
+  shift 2
   while [ "$1" != -- ]; do proxied+=("$1"); shift; done
   shift
   direct=("$@")
   for i in "${!proxied[@]}"; do
     diffs+=("$(awk -v a="${proxied[$i]}" -v b="${direct[$i]}" 'BEGIN { print a - b }')")
   done
-  echo "$name by round: ${diffs[*]} us" >&2
-  printf 'FIGURE %s %.1f us\n' "$name" "$(median "${diffs[@]}")"
+  echo "$name$suffix by round: ${diffs[*]} us"
+  printf 'FIGURE %s%s %.1f us\n' "$name" "$suffix" "$(median "${diffs[@]}")"
 }
-added proxy_added_p50_us "${put_p50[@]}" -- "${direct_p50[@]}"
-added proxy_added_p99_us "${put_p99[@]}" -- "${direct_p99[@]}"
-added nginx_added_p50_us "${ref_p50[@]}" -- "${direct_p50[@]}"
-added nginx_added_p99_us "${ref_p99[@]}" -- "${direct_p99[@]}"
+# latency_runs RATE WHAT SUFFIX: ROUNDS rounds of the three targets, then the FIGURE lines.
+latency_runs() {
+  local rate=$1 what=$2 suffix=$3 r line
+  local direct_p50=() direct_p99=() put_p50=() put_p99=() ref_p50=() ref_p99=()
+  echo "latency at $rate req/s ($what): $client_name"
+  for r in $(seq "$ROUNDS"); do
+    measure "$direct_url" "$rate"
+    direct_p50+=("$lat_p50") direct_p99+=("$lat_p99")
+    line="round $r/$ROUNDS: direct p50 $lat_p50 us p99 $lat_p99 us ($lat_rate req/s)"
+    measure "$put_url" "$rate"
+    put_p50+=("$lat_p50") put_p99+=("$lat_p99")
+    line="$line; $put_name p50 $lat_p50 us p99 $lat_p99 us ($lat_rate req/s)"
+    measure "$nginx_url" "$rate"
+    ref_p50+=("$lat_p50") ref_p99+=("$lat_p99")
+    echo "$line; nginx proxy p50 $lat_p50 us p99 $lat_p99 us ($lat_rate req/s)"
+  done
+  echo "direct: median p50 $(median "${direct_p50[@]}") us, p99 $(median "${direct_p99[@]}") us"
+  echo "$put_name: median p50 $(median "${put_p50[@]}") us, p99 $(median "${put_p99[@]}") us"
+  echo "nginx proxy: median p50 $(median "${ref_p50[@]}") us, p99 $(median "${ref_p99[@]}") us"
+  added proxy_added_p50_us "$suffix" "${put_p50[@]}" -- "${direct_p50[@]}"
+  added proxy_added_p99_us "$suffix" "${put_p99[@]}" -- "${direct_p99[@]}"
+  added nginx_added_p50_us "$suffix" "${ref_p50[@]}" -- "${direct_p50[@]}"
+  added nginx_added_p99_us "$suffix" "${ref_p99[@]}" -- "${direct_p99[@]}"
+}
+latency_runs "$(awk -v max="$put_med" 'BEGIN { printf "%.0f", max / 2 }')" \
+  "half of $put_name's max" ""
+if [ "$LIGHT_RATE" -gt 0 ]; then
+  latency_runs "$LIGHT_RATE" "light load: what a hop costs when nothing contends" _light
+fi
