@@ -1023,8 +1023,11 @@ awaitable<bool> Worker::Proxy(Stream& client, const std::string& peer,
       auto& msg = stream.get();
       StripHopByHop(msg);
       msg.version(client_version);
-      msg.keep_alive(keep_alive);
-      if (!msg.has_content_length()) msg.chunked(true);
+      // Without a length the body is chunked, which an HTTP/1.0 client cannot read: it gets the
+      // body as it comes, and its end is the end of the connection.
+      const bool close_to_end = !msg.has_content_length() && client_version < 11;
+      msg.keep_alive(keep_alive && !close_to_end);
+      if (!msg.has_content_length() && !close_to_end) msg.chunked(true);
       http::response_serializer<http::buffer_body> sr{msg};
       SseScanner scanner;
       char buf[16 * 1024];
@@ -1108,6 +1111,7 @@ awaitable<bool> Worker::Proxy(Stream& client, const std::string& peer,
       } else if (ok && stream.is_done() && stream.keep_alive()) {
         Release(x.upstream, std::move(conn));
       }
+      if (close_to_end) ok = false;  // the client's connection ends the body
     }
   }
 

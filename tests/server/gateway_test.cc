@@ -495,25 +495,88 @@ TEST_F(GatewayTest, InterimAnswersFromTheUpstreamAreNotRelayed) {
   // At most 16 interim answers are read past; the 17th is a bad answer.
   std::string sixteen = "X-Test-Interim: 103";
   for (int i = 1; i < 16; ++i) sixteen += ", 103";
-  Reply r = Fetch(port_, "/interim/sixteen", {sixteen});
-  EXPECT_EQ(r.status, 200);
-  EXPECT_EQ(json::parse(r.body)["path"], "/interim/sixteen");
-  r = Fetch(port_, "/interim/seventeen", {sixteen + ", 103"});
-  EXPECT_EQ(r.status, 502);
-  EXPECT_EQ(json::parse(r.body)["error"]["code"], "upstream_unavailable");
-  EXPECT_THAT(std::string(json::parse(r.body)["error"]["message"]),
+  // Over one client connection, so that the requests after the refused answers go to the same
+  // worker, and to its pool.
+  RawClient client(port_);
+  client.Send(RawGet("/interim/sixteen", sixteen + "\r\n"));
+  std::string answer = client.ReadAnswer();
+  EXPECT_THAT(answer, testing::StartsWith("HTTP/1.1 200 OK\r\n"));
+  EXPECT_EQ(EchoedPath(answer), "/interim/sixteen");
+  const auto error_of = [](const std::string& a) {
+    return json::parse(a.substr(a.find("\r\n\r\n") + 4))["error"];
+  };
+  client.Send(RawGet("/interim/seventeen", sixteen + ", 103\r\n"));
+  answer = client.ReadAnswer();
+  EXPECT_THAT(answer, testing::StartsWith("HTTP/1.1 502 Bad Gateway\r\n"));
+  EXPECT_EQ(error_of(answer)["code"], "upstream_unavailable");
+  EXPECT_THAT(std::string(error_of(answer)["message"]),
               HasSubstr("more than 16 interim (1xx) answers"));
   // 101 switches protocols, which the gateway never asked for.
-  r = Fetch(port_, "/interim/upgrade", {"X-Test-Interim: 101"});
-  EXPECT_EQ(r.status, 502);
-  EXPECT_EQ(json::parse(r.body)["error"]["code"], "upstream_unavailable");
-  EXPECT_THAT(std::string(json::parse(r.body)["error"]["message"]),
-              HasSubstr("switched protocols (101)"));
-  // Those connections were dropped, not pooled: the next answers are their own.
+  client.Send(RawGet("/interim/upgrade", "X-Test-Interim: 101\r\n"));
+  answer = client.ReadAnswer();
+  EXPECT_THAT(answer, testing::StartsWith("HTTP/1.1 502 Bad Gateway\r\n"));
+  EXPECT_EQ(error_of(answer)["code"], "upstream_unavailable");
+  EXPECT_THAT(std::string(error_of(answer)["message"]), HasSubstr("switched protocols (101)"));
+  // Those upstream connections were closed, not pooled: the next answers are their own.
   for (int i = 0; i < 4; ++i) {
-    r = Fetch(port_, "/interim/after");
-    EXPECT_EQ(r.status, 200);
-    EXPECT_EQ(json::parse(r.body)["path"], "/interim/after");
+    client.Send(RawGet("/interim/after"));
+    answer = client.ReadAnswer();
+    EXPECT_THAT(answer, testing::StartsWith("HTTP/1.1 200 OK\r\n"));
+    EXPECT_EQ(EchoedPath(answer), "/interim/after");
+  }
+}
+
+// The final answer behind an interim one may be an event stream; and an upstream that breaks
+// off after an interim answer has the request, so it is not retried as a stale connection.
+TEST_F(GatewayTest, InterimAnswersBeforeAStreamOrAReset) {
+  Start(kPlainRoute);
+  RawClient client(port_);
+  client.Send(RawGet("/interim-then/stream",
+                     "X-Test-Interim: 103\r\nX-Test-Stream: 1\r\nX-Test-Tokens: 2\r\n"));
+  const std::string head = client.ReadAnswer();
+  EXPECT_THAT(head, testing::StartsWith("HTTP/1.1 200 OK\r\n"));
+  EXPECT_THAT(head, HasSubstr("Transfer-Encoding: chunked"));
+  const std::string events = client.ReadUntil("\r\n0\r\n\r\n");
+  EXPECT_THAT(events, HasSubstr("tok1"));
+  EXPECT_THAT(events, HasSubstr("data: [DONE]"));
+
+  // The stream's upstream connection is pooled; the next request takes it, gets a 103 and then
+  // a reset.
+  client.Send(RawGet("/interim-then/reset", "X-Test-Interim: 103\r\nX-Test-Action: reset\r\n"));
+  const std::string answer = client.ReadAnswer();
+  EXPECT_THAT(answer, testing::StartsWith("HTTP/1.1 502 Bad Gateway\r\n"));
+  // The upstream's record has every test's requests: these have targets of their own.
+  const json recorded = json::parse(Fetch(upstream_->port(), "/test/requests").body);
+  int resets = 0, streams = 0;
+  std::vector<uint64_t> connections;
+  for (const json& r : recorded) {
+    if (r["target"] == "/interim-then/reset") ++resets;
+    if (r["target"] == "/interim-then/stream") ++streams;
+    if (std::string(r["target"]).starts_with("/interim-then/"))
+      connections.push_back(r["connection"]);
+  }
+  EXPECT_EQ(streams, 1);
+  EXPECT_EQ(resets, 1) << "retried after the upstream had answered 103: " << recorded.dump();
+  ASSERT_EQ(connections.size(), 2u) << recorded.dump();
+  EXPECT_EQ(connections[0], connections[1]) << "the second request did not reuse the connection";
+}
+
+// An event stream has no length, so it goes chunked, which an HTTP/1.0 client cannot read: such
+// a client gets the body as it comes, ended by the end of the connection.
+TEST_F(GatewayTest, AnHttp10ClientGetsAStreamEndedByTheConnection) {
+  Start(kPlainRoute);
+  for (const std::string connection : {"", "Connection: keep-alive\r\n"}) {
+    const auto start = std::chrono::steady_clock::now();
+    const std::string answer =
+        Raw(port_, "GET /events/old HTTP/1.0\r\nHost: gateway\r\n" + connection +
+                       "X-Test-Stream: 1\r\nX-Test-Tokens: 3\r\n\r\n");
+    // Raw() reads until the gateway closes the connection (or 10 s, a bound on a broken test).
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
+    EXPECT_THAT(answer, testing::StartsWith("HTTP/1.0 200 OK\r\n"));
+    EXPECT_THAT(answer, Not(HasSubstr("Transfer-Encoding")));
+    EXPECT_THAT(answer, Not(HasSubstr("keep-alive")));
+    EXPECT_THAT(answer, HasSubstr("tok2"));
+    EXPECT_THAT(answer, testing::EndsWith("data: [DONE]\n\n"));
   }
 }
 
