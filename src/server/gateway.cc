@@ -690,6 +690,9 @@ awaitable<std::unique_ptr<UpstreamConn>> Worker::Acquire(size_t u, MonoTime dead
 
 void Worker::Release(size_t u, std::unique_ptr<UpstreamConn> conn) {
   if (g_.draining.load(std::memory_order_relaxed)) return;
+  // Bytes after the answer (a body sent to HEAD, a 204 or a 304; anything unasked for): the
+  // connection is out of step, and its next answer would be these bytes. Closed, not pooled.
+  if (conn->buffer.size() != 0) return;
   if (idle_[u].size() >= g_.config().limits.max_upstream_idle_per_host) return;
   conn->stream.expires_never();
   idle_[u].push_back(std::move(conn));

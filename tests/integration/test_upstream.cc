@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -144,6 +145,9 @@ struct Plan {
   std::chrono::milliseconds delay{0};
   unsigned status = 200;
   std::optional<std::int64_t> body_bytes;
+  // X-Test-Trailing-Bytes: N bytes '!' right after the answer, in the same write: an upstream
+  // out of step, as one that sends a body to HEAD.
+  std::int64_t trailing_bytes = 0;
   std::string server_timing;
   bool stream = false;
   std::int64_t tokens = 5;
@@ -188,6 +192,7 @@ absl::StatusOr<Plan> MakePlan(const Request& req) {
            ReadInt(req, "X-Test-Delay-Ms", 0, kMaxDelayMs, delay),
            ReadInt(req, "X-Test-Status", 200, 999, status),
            ReadInt(req, "X-Test-Body-Bytes", 0, kMaxResponseBodyBytes, body),
+           ReadInt(req, "X-Test-Trailing-Bytes", 0, 65536, plan.trailing_bytes),
            ReadInt(req, "X-Test-Stream", 0, 1, stream),
            ReadInt(req, "X-Test-Tokens", 0, kMaxTokens, plan.tokens),
            ReadInt(req, "X-Test-First-Token-Ms", 0, kMaxDelayMs, first),
@@ -426,6 +431,16 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     // An answer to HEAD has the fields a GET's would have, and no body.
     if (req_.method() == http::verb::head) res_.body().clear();
+    if (plan_.trailing_bytes > 0) {
+      std::ostringstream wire;
+      wire << res_;
+      wire_ = wire.str().append(static_cast<size_t>(plan_.trailing_bytes), '!');
+      net::async_write(socket_, net::buffer(wire_),
+                       [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                         self->AfterAnswer(ec);
+                       });
+      return;
+    }
     http::async_write(
         socket_, res_,
         [self = shared_from_this()](beast::error_code ec, std::size_t) { self->AfterAnswer(ec); });
@@ -524,6 +539,7 @@ class Session : public std::enable_shared_from_this<Session> {
   Plan plan_;
   http::response<http::empty_body> continue_;
   std::string interim_;
+  std::string wire_;  // an answer with trailing bytes, as written
   http::response<http::string_body> res_;
   http::response<http::empty_body> stream_res_;
   std::optional<http::response_serializer<http::empty_body>> serializer_;

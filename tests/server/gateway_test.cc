@@ -428,6 +428,24 @@ TEST_F(GatewayTest, AnAnswerEndingWithItsConnectionIsNotPooled) {
                                      std::to_string(2 * kRounds) + "\n"));
 }
 
+// An upstream out of step sends more than its answer: a body to HEAD, or bytes nobody asked
+// for. Such a connection once went back to the pool, and the next request on it got those bytes
+// as its answer: a 502.
+TEST_F(GatewayTest, AnUpstreamConnectionWithBytesPastTheAnswerIsNotPooled) {
+  Start(kPlainRoute);
+  RawClient client(port_);  // one client connection: one worker, one pool
+  for (const std::string method : {"GET", "HEAD"}) {
+    client.Send(RawGet("/trailing/" + method, "X-Test-Trailing-Bytes: 20\r\n", method));
+    std::string answer = client.ReadAnswer(method == "HEAD");
+    EXPECT_THAT(answer, testing::StartsWith("HTTP/1.1 200 OK\r\n")) << method;
+    EXPECT_THAT(answer, Not(HasSubstr("!"))) << method;
+    client.Send(RawGet("/trailing/next"));
+    answer = client.ReadAnswer();
+    EXPECT_THAT(answer, testing::StartsWith("HTTP/1.1 200 OK\r\n")) << "after " << method;
+    EXPECT_EQ(EchoedPath(answer), "/trailing/next") << "after " << method;
+  }
+}
+
 // An upstream restart closes every idle connection the gateway keeps to it: each is found
 // closed on its next use and the request retried on a new connection, with no failed request.
 TEST_F(GatewayTest, AnUpstreamRestartFailsNoRequest) {
