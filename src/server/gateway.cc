@@ -398,7 +398,7 @@ class Worker {
   awaitable<bool> WriteError(Stream& client, unsigned version, bool keep_alive, http::status status,
                              std::string_view code, std::string_view message);
   // A connection to upstream `u`: an idle one, or a new one. Null with `ec` set on failure.
-  awaitable<std::unique_ptr<UpstreamConn>> Acquire(size_t u, MonoTime deadline, bool& reused,
+  awaitable<std::unique_ptr<UpstreamConn>> Acquire(size_t u, MonoTime deadline,
                                                    beast::error_code& ec);
   void Release(size_t u, std::unique_ptr<UpstreamConn> conn);
   size_t Pick(size_t route);
@@ -669,12 +669,11 @@ size_t Worker::Pick(size_t route) {
   return ups[rr_[route]++ % ups.size()];
 }
 
-awaitable<std::unique_ptr<UpstreamConn>> Worker::Acquire(size_t u, MonoTime deadline, bool& reused,
+awaitable<std::unique_ptr<UpstreamConn>> Worker::Acquire(size_t u, MonoTime deadline,
                                                          beast::error_code& ec) {
   // A new connection: Proxy() takes idle ones itself. An idle connection the upstream has
   // closed in the meantime fails at once and is retried on a new one (see Proxy), which is
   // cheaper than probing every connection before use.
-  reused = false;
   auto conn = std::make_unique<UpstreamConn>(ioc_);
   const auto connect_deadline =
       std::min(deadline, g_.clock.MonotonicNow() + g_.config().timeouts.connect);
@@ -831,7 +830,7 @@ awaitable<bool> Worker::Proxy(Stream& client, const std::string& peer,
       pool.pop_back();
       reused = true;
     } else {
-      conn = co_await Acquire(u, deadline, reused, ec);
+      conn = co_await Acquire(u, deadline, ec);
     }
     if (!conn) {
       error = ec == beast::error::timeout ? UpstreamError::kTimeout : UpstreamError::kConnect;
@@ -1028,9 +1027,10 @@ awaitable<bool> Worker::Proxy(Stream& client, const std::string& peer,
       msg.version(client_version);
       // Without a length the body is chunked, which an HTTP/1.0 client cannot read: it gets the
       // body as it comes, and its end is the end of the connection.
-      const bool close_to_end = !msg.has_content_length() && client_version < 11;
+      const bool unframed = !msg.has_content_length();
+      const bool close_to_end = unframed && client_version < 11;
       msg.keep_alive(keep_alive && !close_to_end);
-      if (!msg.has_content_length() && !close_to_end) msg.chunked(true);
+      if (unframed && !close_to_end) msg.chunked(true);
       http::response_serializer<http::buffer_body> sr{msg};
       SseScanner scanner;
       char buf[16 * 1024];

@@ -431,19 +431,14 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     // An answer to HEAD has the fields a GET's would have, and no body.
     if (req_.method() == http::verb::head) res_.body().clear();
-    if (plan_.trailing_bytes > 0) {
-      std::ostringstream wire;
-      wire << res_;
-      wire_ = wire.str().append(static_cast<size_t>(plan_.trailing_bytes), '!');
-      net::async_write(socket_, net::buffer(wire_),
-                       [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                         self->AfterAnswer(ec);
-                       });
-      return;
-    }
-    http::async_write(
-        socket_, res_,
-        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->AfterAnswer(ec); });
+    auto written = [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      self->AfterAnswer(ec);
+    };
+    if (plan_.trailing_bytes == 0) return http::async_write(socket_, res_, std::move(written));
+    std::ostringstream wire;
+    wire << res_;
+    wire_ = wire.str().append(static_cast<size_t>(plan_.trailing_bytes), '!');
+    net::async_write(socket_, net::buffer(wire_), std::move(written));
   }
 
   void AfterAnswer(beast::error_code ec) {

@@ -105,24 +105,6 @@ Reply Post(int port, const std::string& path, const std::string& body,
   return Fetch(port, path, headers, &body);
 }
 
-// Writes raw bytes and returns everything the server sends until it closes.
-std::string Raw(int port, const std::string& bytes) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  EXPECT_EQ(write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
-  timeval tv{10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  std::string out;
-  char buf[4096];
-  for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) out.append(buf, static_cast<size_t>(n));
-  close(fd);
-  return out;
-}
-
 // One client connection that sees exactly the bytes the gateway writes, answer after answer.
 class RawClient {
  public:
@@ -150,6 +132,13 @@ class RawClient {
     while ((at = buffer_.find(delimiter)) == std::string::npos && Fill()) {
     }
     return Take(at == std::string::npos ? buffer_.size() : at + delimiter.size());
+  }
+
+  // Everything received until the connection ends (or the receive timeout).
+  std::string ReadToEnd() {
+    while (Fill()) {
+    }
+    return Take(buffer_.size());
   }
 
   // The next `n` bytes received (fewer if the connection ends first).
@@ -187,6 +176,13 @@ class RawClient {
   int fd_;
   std::string buffer_;  // received, not yet taken
 };
+
+// Writes raw bytes and returns everything the server sends until it closes.
+std::string Raw(int port, const std::string& bytes) {
+  RawClient client(port);
+  client.Send(bytes);
+  return client.ReadToEnd();
+}
 
 // A keep-alive GET with `headers` (each ending in CRLF).
 std::string RawGet(const std::string& path, const std::string& headers = "",

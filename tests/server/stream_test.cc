@@ -77,6 +77,19 @@ class StreamTest : public ::testing::Test {
     }
     return done;
   }
+  // Runs the operation `start` begins with the handler it is given until it completes, and
+  // returns its error: beast::error::timeout if it never completes (the bound of RunUntil).
+  template <class Start>
+  beast::error_code Await(Start start) {
+    beast::error_code ec = beast::error::timeout;
+    bool done = false;
+    start([&](beast::error_code e, size_t) {
+      ec = e;
+      done = true;
+    });
+    RunUntil(done);
+    return ec;
+  }
   std::string Read(size_t capacity, bool new_message) {
     StartRead(capacity, new_message);
     EXPECT_TRUE(RunUntilDone()) << "the read never completed";
@@ -235,14 +248,9 @@ TEST_F(StreamTest, HttpMessagesSplitAndPipelined) {
   beast::flat_buffer buffer;
   auto read_request = [&] {
     http::request<http::string_body> req;
-    beast::error_code ec;
-    bool done = false;
     stream_->MarkNewMessage();
-    http::async_read(*stream_, buffer, req, [&](beast::error_code e, size_t) {
-      ec = e;
-      done = true;
-    });
-    EXPECT_TRUE(RunUntil(done));
+    const beast::error_code ec =
+        Await([&](auto handler) { http::async_read(*stream_, buffer, req, handler); });
     stream_->MarkNewMessage(false);
     EXPECT_FALSE(ec) << ec.message();
     return req;
@@ -270,22 +278,12 @@ TEST_F(StreamTest, AnAnswerThatEndsWithTheConnection) {
   TakeEvents();
   beast::flat_buffer buffer;
   http::response_parser<http::string_body> parser;
-  beast::error_code ec;
-  bool done = false;
   stream_->MarkNewMessage();
-  http::async_read_header(*stream_, buffer, parser, [&](beast::error_code e, size_t) {
-    ec = e;
-    done = true;
-  });
-  ASSERT_TRUE(RunUntil(done));
+  beast::error_code ec =
+      Await([&](auto handler) { http::async_read_header(*stream_, buffer, parser, handler); });
   ASSERT_FALSE(ec) << ec.message();
-  done = false;
-  http::async_read(*stream_, buffer, parser, [&](beast::error_code e, size_t) {
-    ec = e;
-    done = true;
-  });
-  ASSERT_TRUE(RunUntil(done)) << "the body never ended";
-  EXPECT_FALSE(ec) << ec.message();
+  ec = Await([&](auto handler) { http::async_read(*stream_, buffer, parser, handler); });
+  EXPECT_FALSE(ec) << ec.message() << (ec == beast::error::timeout ? ": the body never ended" : "");
   EXPECT_EQ(parser.get().body(), "hello");
 }
 
