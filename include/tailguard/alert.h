@@ -81,13 +81,18 @@ struct LabelMatcher {
   enum class Op : uint8_t {
     kEqual,     // name="value"
     kNotEqual,  // name!="value"
-    kRegex,     // name=~"regex"  (whole value, ECMAScript syntax)
+    kRegex,     // name=~"regex"  (whole value, RE2 syntax as Prometheus; at most
+                //                 kMaxMatcherRegexBytes)
     kNotRegex,  // name!~"regex"
   };
   std::string name;
   Op op = Op::kEqual;
   std::string value;
 };
+
+// The longest regex a matcher may have: ample for an alternation of a few hundred model names,
+// and a bound on what one selector (from an API call or a rule) costs to compile.
+inline constexpr size_t kMaxMatcherRegexBytes = 4096;
 
 // Parses a Prometheus series selector: `metric`, `metric{a="x",b=~"y|z"}` or `{c!="w"}`. Values
 // are double- or single-quoted with backslash escapes. "" selects every series.

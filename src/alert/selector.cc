@@ -1,12 +1,9 @@
-// Prometheus selector parsing and matching.
-
-// GCC 12's <regex> trips -Wmaybe-uninitialized inside std::function at -O1 with sanitizers, a
-// false positive in the standard library. Only this file instantiates std::regex.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-
+// Prometheus selector parsing and matching. Regexes run on RE2 (linear time, no backtracking
+// and no recursion), as in Prometheus: a selector from an API call or a rule must not be able
+// to make a match take exponential time or overflow the stack on a long label value.
 #include "alert/selector.h"
+
+#include <re2/re2.h>
 
 #include <algorithm>
 
@@ -158,13 +155,25 @@ absl::StatusOr<SeriesSelector> SeriesSelector::Compile(const std::vector<LabelMa
   for (size_t i = 0; i < matchers.size(); ++i) {
     Compiled c{matchers[i], nullptr};
     if (c.matcher.op == LabelMatcher::Op::kRegex || c.matcher.op == LabelMatcher::Op::kNotRegex) {
-      try {
-        c.regex = std::make_shared<const std::regex>(c.matcher.value,
-                                                     std::regex::ECMAScript | std::regex::optimize);
-      } catch (const std::regex_error& e) {
-        return absl::InvalidArgumentError(Cat("matcher ", i, " (", c.matcher.name, "): regex \"",
-                                              c.matcher.value, "\" does not compile: ", e.what()));
+      if (c.matcher.value.size() > kMaxMatcherRegexBytes) {
+        return absl::InvalidArgumentError(
+            Cat("matcher ", i, " (", c.matcher.name, "): the regex is ", c.matcher.value.size(),
+                " bytes, over the limit of ", kMaxMatcherRegexBytes,
+                "; match a shorter pattern (several matchers, or a common prefix)"));
       }
+      RE2::Options options;
+      options.set_log_errors(false);
+      // Program memory: far more than any selector needs, and a bound on what one API call
+      // can make the control thread build (RE2's default is 8 MiB).
+      options.set_max_mem(int64_t{1} << 20);
+      // Whole-value match, as Prometheus anchors its regexes.
+      auto re = std::make_shared<const RE2>(Cat("^(?:", c.matcher.value, ")$"), options);
+      if (!re->ok()) {
+        return absl::InvalidArgumentError(Cat("matcher ", i, " (", c.matcher.name, "): regex \"",
+                                              c.matcher.value, "\" does not compile: ",
+                                              re->error(), " (RE2 syntax, as Prometheus)"));
+      }
+      c.regex = std::move(re);
     }
     s.matchers_.push_back(std::move(c));
   }
@@ -184,10 +193,10 @@ bool SeriesSelector::Matches(std::string_view metric, LabelSpan labels) const {
         ok = value != c.matcher.value;
         break;
       case LabelMatcher::Op::kRegex:
-        ok = std::regex_match(value.begin(), value.end(), *c.regex);
+        ok = RE2::FullMatch(re2::StringPiece(value.data(), value.size()), *c.regex);
         break;
       case LabelMatcher::Op::kNotRegex:
-        ok = !std::regex_match(value.begin(), value.end(), *c.regex);
+        ok = !RE2::FullMatch(re2::StringPiece(value.data(), value.size()), *c.regex);
         break;
     }
     if (!ok) return false;

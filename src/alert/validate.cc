@@ -1,7 +1,6 @@
 // Validation of alert configurations, shared by the YAML parser and AlertEngine::Create().
 #include <charconv>
 #include <cmath>
-#include <regex>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/time/time.h"
