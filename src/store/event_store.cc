@@ -941,6 +941,15 @@ std::string NotIn(std::span<const std::string> skip, int first) {
 
 }  // namespace
 
+// Only the oldest pending message of its receiver and group: a later one (a "resolved" after
+// its "firing") waits until that one is delivered or given up, whenever either is due. The
+// order lives in the store, so a restart keeps it (issue 15: a newer "resolved" overtook its
+// "firing" in backoff, and chat ended on FIRING).
+constexpr std::string_view kHeadOfGroup =
+    " AND NOT EXISTS (SELECT 1 FROM outbox AS p WHERE p.state = 'pending' AND "
+    "p.receiver = o.receiver AND p.group_key = o.group_key AND "
+    "(p.created_at < o.created_at OR (p.created_at = o.created_at AND p.id < o.id)))";
+
 absl::StatusOr<std::vector<OutboxItem>> EventStore::Due(WallTime now, int limit,
                                                         std::span<const std::string> skip) {
   if (limit <= 0) return absl::InvalidArgumentError(Cat("Due: limit ", limit, " must be > 0"));
@@ -949,7 +958,8 @@ absl::StatusOr<std::vector<OutboxItem>> EventStore::Due(WallTime now, int limit,
                       db_.Prepare(Cat("SELECT ", kOutboxColumns,
                                       " FROM outbox AS o WHERE o.state = 'pending' AND "
                                       "o.next_attempt_at <= ?1",
-                                      NotIn(skip, 3), " ORDER BY o.created_at, o.id LIMIT ?2")));
+                                      NotIn(skip, 3), kHeadOfGroup,
+                                      " ORDER BY o.created_at, o.id LIMIT ?2")));
   st.Bind(1, Ns(now)).Bind(2, limit);
   for (size_t i = 0; i < skip.size(); ++i) st.Bind(3 + static_cast<int>(i), skip[i]);
   std::vector<OutboxItem> out;
@@ -962,7 +972,7 @@ absl::StatusOr<std::optional<WallTime>> EventStore::NextAttempt(std::span<const 
   TG_ASSIGN_OR_RETURN(Statement st,
                       db_.Prepare(Cat("SELECT MIN(o.next_attempt_at) FROM outbox AS o WHERE "
                                       "o.state = 'pending'",
-                                      NotIn(skip, 1))));
+                                      NotIn(skip, 1), kHeadOfGroup)));
   for (size_t i = 0; i < skip.size(); ++i) st.Bind(1 + static_cast<int>(i), skip[i]);
   TG_ASSIGN_OR_RETURN(bool row, st.Step());
   if (!row) return std::optional<WallTime>();

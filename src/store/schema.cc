@@ -191,7 +191,15 @@ CREATE TABLE series_minutes (
 ) WITHOUT ROWID;
 )sql";
 
-constexpr std::array<std::string_view, 3> kMigrations = {kV1, kV2, kV3};
+// Version 4: the pending messages of each receiver and alert group in order, so that delivery
+// sends only the oldest one of a group (EventStore::Due) and a group's messages keep their order
+// across restarts.
+constexpr std::string_view kV4 = R"sql(
+CREATE INDEX outbox_pending_by_group ON outbox (receiver, group_key, created_at, id)
+  WHERE state = 'pending';
+)sql";
+
+constexpr std::array<std::string_view, 4> kMigrations = {kV1, kV2, kV3, kV4};
 
 }  // namespace
 

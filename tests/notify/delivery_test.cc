@@ -106,12 +106,14 @@ class DeliveryTest : public ::testing::Test {
     store_ = std::move(*s);
   }
 
-  // Stores a pending notification for `receiver` due at `at`; returns its outbox id.
-  int64_t Enqueue(const std::string& key, WallTime at, const std::string& receiver = "hook") {
+  // Stores a pending notification for `receiver` due at `at`, in alert group `group` (by
+  // default one of its own); returns its outbox id.
+  int64_t Enqueue(const std::string& key, WallTime at, const std::string& receiver = "hook",
+                  const std::string& group = "") {
     Notification n;
     n.time = at;
     n.receiver = receiver;
-    n.group_key = "{alertname=\"x\"}";
+    n.group_key = group.empty() ? "{alertname=\"" + key + "\"}" : group;
     n.idempotency_key = key;
     OutboxItem item;
     item.method = "POST";
@@ -391,6 +393,57 @@ TEST_F(DeliveryTest, ARestartResumesPendingDeliveriesWithTheSameBytes) {
   EXPECT_EQ(sender_.requests[0].headers, sender_.requests[1].headers);
   EXPECT_EQ(Item("k").state, OutboxItem::State::kDelivered);
   EXPECT_EQ(Item("k").attempts, 2);
+}
+
+// Issue 15: after a restart (no receiver held back in memory any more), a group's newer message
+// ("resolved") was sent while its older one ("firing") waited out its backoff, so the chat ended
+// on FIRING. A group's messages now go in order, the order kept in the store.
+TEST_F(DeliveryTest, AGroupsMessagesKeepTheirOrderAcrossARestart) {
+  const WallTime t0 = clock_.WallNow();
+  const std::string group = "{alertname=\"p99\",model=\"risk\"}";
+  Enqueue("firing", t0, "hook", group);
+  sender_.script = {ScriptedSender::Down(), ScriptedSender::Ok()};
+  WallTime retry;
+  {
+    DeliveryWorker worker(config_, *store_, sender_, clock_, options_);
+    retry = worker.RunOnce(t0);  // fails: firing waits for its retry (initial_backoff)
+  }
+  ASSERT_EQ(sender_.count(), 1u);
+  ASSERT_GT(retry, t0);
+  const WallTime resolved_at = t0 + (retry - t0) / 2;
+  Enqueue("resolved", resolved_at, "hook", group);
+  // Another group of the same receiver is not held up by this one.
+  Enqueue("other", resolved_at, "hook", "{alertname=\"other\"}");
+
+  Reopen();  // a restart: a new process, a new worker
+  DeliveryWorker worker(config_, *store_, sender_, clock_, options_);
+  const WallTime next = worker.RunOnce(resolved_at);
+  ASSERT_EQ(sender_.count(), 2u);
+  EXPECT_EQ(sender_.requests[1].body, "{\"key\":\"other\"}");
+  EXPECT_EQ(Item("resolved").state, OutboxItem::State::kPending);
+  // The worker wakes for firing's retry, not for resolved (due already, but not next in line).
+  EXPECT_EQ(next, retry);
+  worker.RunOnce(retry);
+  worker.RunOnce(retry);
+  ASSERT_EQ(sender_.count(), 4u);
+  EXPECT_EQ(sender_.requests[2].body, "{\"key\":\"firing\"}");
+  EXPECT_EQ(sender_.requests[3].body, "{\"key\":\"resolved\"}");
+  EXPECT_EQ(Item("resolved").state, OutboxItem::State::kDelivered);
+}
+
+// A message given up on does not hold up the rest of its group.
+TEST_F(DeliveryTest, AFailedMessageReleasesItsGroup) {
+  const WallTime t0 = clock_.WallNow();
+  const std::string group = "{alertname=\"g\"}";
+  Enqueue("first", t0, "hook", group);
+  Enqueue("second", t0 + 1s, "hook", group);
+  sender_.script = {ScriptedSender::Status(400, false), ScriptedSender::Ok()};
+  DeliveryWorker worker(config_, *store_, sender_, clock_, options_);
+  worker.RunOnce(t0 + 1s);
+  worker.RunOnce(t0 + 1s);
+  ASSERT_EQ(sender_.count(), 2u);
+  EXPECT_EQ(Item("first").state, OutboxItem::State::kFailed);
+  EXPECT_EQ(Item("second").state, OutboxItem::State::kDelivered);
 }
 
 TEST_F(DeliveryTest, WeComReceiversAreCheckedByErrcode) {

@@ -654,6 +654,32 @@ TEST_F(EventStoreOutboxTest, DueIsOldestFirstAndRespectsTimeAndLimit) {
   EXPECT_EQ(*next, T0());
 }
 
+TEST_F(EventStoreOutboxTest, DueGivesOnlyTheOldestPendingMessageOfAGroup) {
+  std::unique_ptr<EventStore> s = OpenStore();
+  std::vector<int64_t> ids;
+  for (auto [key, offset] : std::vector<std::pair<std::string, int>>{
+           {"firing", 0}, {"resolved", 1}, {"other-receiver", 2}}) {
+    Notification n = Note(key, T0() + seconds(offset), {"rank"});
+    n.group_key = "{alertname=\"g\"}";
+    if (key == "other-receiver") n.receiver = "sms";
+    absl::StatusOr<int64_t> id = s->Enqueue(n, Request(n));
+    ASSERT_TRUE(id.ok()) << id.status();
+    ids.push_back(*id);
+  }
+  // firing waits for its retry; resolved, due, waits behind it. Another receiver's does not.
+  ASSERT_OK(s->MarkRetry(ids[0], T0() + seconds(30), 503, "HTTP 503: busy"));
+  absl::StatusOr<std::vector<OutboxItem>> due = s->Due(T0() + seconds(10), 10);
+  ASSERT_TRUE(due.ok());
+  EXPECT_THAT(Keys(*due), ElementsAre("other-receiver"));
+  absl::StatusOr<std::optional<WallTime>> next = s->NextAttempt(std::vector<std::string>{"sms"});
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(*next, T0() + seconds(30));  // firing's retry, not resolved's time
+  ASSERT_OK(s->MarkDelivered(ids[0], T0() + seconds(30), 200));
+  due = s->Due(T0() + seconds(30), 10);
+  ASSERT_TRUE(due.ok());
+  EXPECT_THAT(Keys(*due), ElementsAre("resolved", "other-receiver"));
+}
+
 TEST_F(EventStoreOutboxTest, RetryDeliverAndGiveUp) {
   std::unique_ptr<EventStore> s = OpenStore();
   std::vector<int64_t> ids;

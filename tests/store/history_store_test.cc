@@ -202,7 +202,7 @@ TEST_F(HistoryStoreTest, ReopenKeepsHistoryAndSharesTheFileWithTheEventStore) {
 }
 
 TEST_F(HistoryStoreTest, MigratesAVersionTwoStore) {
-  ASSERT_EQ(store::SchemaVersion(), 3);
+  ASSERT_EQ(store::SchemaVersion(), 4);
   {
     // A file as tailguard with schema version 2 left it, with an alert in it.
     absl::StatusOr<store::Database> db = store::Database::Open(Path());
@@ -225,7 +225,7 @@ TEST_F(HistoryStoreTest, MigratesAVersionTwoStore) {
   ASSERT_TRUE(st.ok()) << st.status();
   absl::StatusOr<bool> row = st->Step();
   ASSERT_TRUE(row.ok() && *row);
-  EXPECT_EQ(st->ColumnInt64(0), 3);
+  EXPECT_EQ(st->ColumnInt64(0), store::SchemaVersion());
   EXPECT_EQ(st->ColumnInt64(1), 1);  // the old data survived
 }
 

@@ -82,13 +82,14 @@ inline AlertEvent Event(AlertEventKind kind, WallTime t, int from_tier, int to_t
   return e;
 }
 
-// A notification to "wecom" about the given alerts (rule kRule on each model's series).
+// A notification to "wecom" about the given alerts (rule kRule on each model's series), in a
+// group of its own (a group's messages are delivered one after the other: EventStore::Due).
 inline Notification Note(std::string key, WallTime t, const std::vector<std::string>& models,
                          WallTime fired_at = {}, NotifyStatus status = NotifyStatus::kFiring) {
   Notification n;
   n.time = t;
   n.receiver = "wecom";
-  n.group_key = Cat("{alertname=\"", kRule, "\"}");
+  n.group_key = Cat("{alertname=\"", kRule, "\",note=\"", key, "\"}");
   n.group_labels = {{"alertname", std::string(kRule)}};
   n.status = status;
   n.sequence = 1;

@@ -171,6 +171,8 @@ WallTime DeliveryWorker::RunOnce(WallTime now) {
 
     stats_.attempts.fetch_add(1, std::memory_order_relaxed);
     const SendResult result = sender_.Send(request, timeout);
+    // Stopping: the message stays pending as it was, for the next start (at least once).
+    if (result.cancelled) return now;
     const WallTime done = clock_.WallNow() > now ? clock_.WallNow() : now;
     Outcome o;
     o.at = done;
@@ -233,6 +235,7 @@ void DeliveryWorker::Start() {
   std::lock_guard<std::mutex> lock(mu_);
   if (thread_.joinable()) return;
   stop_ = false;
+  sender_.SetCancelled(false);
   thread_ = std::thread([this] {
     std::unique_lock<std::mutex> lock(mu_);
     while (!stop_) {
@@ -256,6 +259,8 @@ void DeliveryWorker::Stop() {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
+  // An attempt in flight is cut short rather than waited out (a receiver's timeout can be long).
+  if (thread_.joinable()) sender_.SetCancelled(true);
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
 }

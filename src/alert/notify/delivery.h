@@ -84,7 +84,8 @@ class DeliveryWorker {
   // Runs passes on a thread of its own until Stop(): after each pass it waits until the next
   // item is due, poll_interval, or Wake(), whichever comes first.
   void Start();
-  // Finishes the request in flight and returns. Pending items stay in the store.
+  // Cuts the attempt in flight short (HttpSender::SetCancelled; its message stays pending as it
+  // was) and returns. Pending items stay in the store.
   void Stop();
   // Makes the worker look at the outbox now (new items were enqueued).
   void Wake();

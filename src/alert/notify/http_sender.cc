@@ -5,6 +5,7 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <charconv>
 #include <limits>
@@ -92,6 +93,13 @@ class CurlSender final : public HttpSender {
   // HttpSender
   SendResult Send(const HttpRequest& request, Duration timeout) override {
     const MonoTime start = std::chrono::steady_clock::now();
+    if (cancelled_.load(std::memory_order_acquire)) {
+      SendResult r;
+      r.error = "cancelled: tailguard is stopping";
+      r.retryable = true;
+      r.cancelled = true;
+      return r;
+    }
     SendResult r = Attempt(request, timeout);
     r.elapsed = std::chrono::steady_clock::now() - start;
     if (r.delivered) {
@@ -100,8 +108,14 @@ class CurlSender final : public HttpSender {
     }
     return r;
   }
+  void SetCancelled(bool on) override { cancelled_.store(on, std::memory_order_release); }
 
  private:
+  // libcurl calls this about once a second, and whenever data moves; non-zero aborts.
+  static int OnProgress(void* self, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+    return static_cast<CurlSender*>(self)->cancelled_.load(std::memory_order_acquire) ? 1 : 0;
+  }
+
   SendResult Attempt(const HttpRequest& request, Duration timeout) {
     SendResult r;
     if (curl_ == nullptr) {
@@ -151,6 +165,9 @@ class CurlSender final : public HttpSender {
     curl_easy_setopt(curl_, CURLOPT_WRITEDATA, this);
     curl_easy_setopt(curl_, CURLOPT_HEADERFUNCTION, &CurlSender::OnHeader);
     curl_easy_setopt(curl_, CURLOPT_HEADERDATA, this);
+    curl_easy_setopt(curl_, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(curl_, CURLOPT_XFERINFOFUNCTION, &CurlSender::OnProgress);
+    curl_easy_setopt(curl_, CURLOPT_XFERINFODATA, this);
     if (request.method == "GET") {
       curl_easy_setopt(curl_, CURLOPT_HTTPGET, 1L);
     } else {
@@ -165,6 +182,12 @@ class CurlSender final : public HttpSender {
     curl_easy_setopt(curl_, CURLOPT_HTTPHEADER, nullptr);
     curl_easy_setopt(curl_, CURLOPT_ERRORBUFFER, nullptr);
 
+    if (code == CURLE_ABORTED_BY_CALLBACK) {
+      r.error = "cancelled: tailguard is stopping";
+      r.retryable = true;
+      r.cancelled = true;
+      return r;
+    }
     if (code != CURLE_OK) {
       // libcurl's messages name the host at most, never the path or the query.
       const std::string_view message = errbuf_[0] != '\0' ? errbuf_ : curl_easy_strerror(code);
@@ -228,6 +251,9 @@ class CurlSender final : public HttpSender {
   }
 
   CURL* const curl_;
+  // Set by another thread (SetCancelled), read by curl's progress callback: release/acquire, a
+  // flag that orders nothing else.
+  std::atomic<bool> cancelled_{false};
   // Per request.
   std::string body_;  // the first kMaxResponseBytes of the response body
   std::optional<Duration> retry_after_;

@@ -30,6 +30,8 @@ struct SendResult {
   Duration elapsed{};      // wall time the attempt took
   // The answer's Retry-After in seconds, when it had one (429 and 503 often do).
   std::optional<Duration> retry_after;
+  // The attempt was cut short by SetCancelled(true): nothing is known of its outcome.
+  bool cancelled = false;
 };
 
 // Sends requests over HTTP.
@@ -38,6 +40,10 @@ class HttpSender {
   virtual ~HttpSender() = default;
   // Sends `request`, giving up after `timeout` (connection included). Never throws.
   virtual SendResult Send(const HttpRequest& request, Duration timeout) = 0;
+  // While on, the attempt in flight ends within about a second and later ones at once, with
+  // SendResult::cancelled set: for a shutdown that must not wait out a receiver's timeout.
+  // Thread-safe (the one call that is). The default does nothing.
+  virtual void SetCancelled(bool on) {}
 };
 
 // A libcurl sender with one easy handle, reused so that connections stay open between requests.
