@@ -3,6 +3,7 @@
 #ifndef TAILGUARD_REGISTRY_H_
 #define TAILGUARD_REGISTRY_H_
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -187,6 +188,13 @@ class RequestTimer {
 struct RegistryOptions {
   WindowOptions windows;   // for every series
   SamplerOptions sampler;  // for every RequestMetrics
+  // Bounds on what the registry holds, and so on what /metrics and the API can return: a label
+  // value longer than this is refused. Default 1024 bytes. Values that come from requests
+  // (model names, versions) should be checked well before this (the gateway allows 128 bytes).
+  size_t max_label_value_bytes = 1024;
+  // Series at most; a new one past it is refused (and counted in Registry::refused()). Default
+  // 100 000: about 1.9 GB of windows at most, and a /metrics page that a scrape can still take.
+  size_t max_series = 100000;
 };
 
 // Maps metric name + labels to Series, and routes to RequestMetrics. Series live as long as the
@@ -202,14 +210,19 @@ class Registry {
 
   // The series for `name` and `labels`, created on first use. InvalidArgument for a metric
   // name outside [a-zA-Z_:][a-zA-Z0-9_:]*, a label name outside [a-zA-Z_][a-zA-Z0-9_]* or
-  // starting with "__", or a label name given twice.
+  // starting with "__", a label name given twice, or a label value over
+  // RegistryOptions::max_label_value_bytes; ResourceExhausted for a new series past
+  // RegistryOptions::max_series. Both refusals are counted in refused().
   absl::StatusOr<Series*> GetOrCreate(std::string_view name, Labels labels);
   // nullptr when absent (or invalid).
   Series* Find(std::string_view name, Labels labels) const;
 
   // The request metrics of one route, created on first use. InvalidArgument when a label is
-  // empty.
+  // empty or too long; ResourceExhausted when its kStageCount series would pass max_series.
   absl::StatusOr<RequestMetrics*> Requests(const RouteLabels& labels);
+
+  // Series refused by the limits of RegistryOptions since construction.
+  uint64_t refused() const { return refused_.load(std::memory_order_relaxed); }
 
   // All series, sorted by key; all request metrics, in creation order.
   std::vector<Series*> AllSeries() const;
@@ -236,6 +249,9 @@ class Registry {
   mutable std::mutex mu_;
   absl::flat_hash_map<std::string, std::unique_ptr<Series>> series_;  // guarded by mu_
   std::vector<std::unique_ptr<RequestMetrics>> requests_;             // guarded by mu_
+
+  // Relaxed: a count read for display, ordered with nothing.
+  std::atomic<uint64_t> refused_{0};
 
   std::mutex collect_mu_;  // serialises Collect()
   WallTime last_collect_;  // guarded by collect_mu_

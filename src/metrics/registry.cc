@@ -210,9 +210,24 @@ WallTime Registry::Now() const {
 Registry::~Registry() = default;
 
 absl::StatusOr<Series*> Registry::GetOrCreate(std::string_view name, Labels labels) {
+  for (const auto& [k, v] : labels) {
+    if (v.size() > options_.max_label_value_bytes) {
+      refused_.fetch_add(1, std::memory_order_relaxed);
+      return absl::InvalidArgumentError(
+          Cat("label ", k, " on metric ", name, ": a value of ", v.size(),
+              " bytes is over the limit of ", options_.max_label_value_bytes,
+              " (RegistryOptions::max_label_value_bytes)"));
+    }
+  }
   absl::StatusOr<std::string> key = CanonicalKey(name, labels);
   if (!key.ok()) return key.status();
   std::lock_guard<std::mutex> lock(mu_);
+  if (series_.size() >= options_.max_series && !series_.contains(*key)) {
+    refused_.fetch_add(1, std::memory_order_relaxed);
+    return absl::ResourceExhaustedError(
+        Cat("metric ", name, ": the registry holds ", series_.size(),
+            " series, its limit (RegistryOptions::max_series); new series are refused"));
+  }
   auto [it, inserted] = series_.try_emplace(*key);
   if (inserted) {
     it->second =
@@ -242,6 +257,17 @@ absl::StatusOr<RequestMetrics*> Registry::Requests(const RouteLabels& route) {
       if (l.model == route.model && l.version == route.version && l.route == route.route) {
         return r.get();
       }
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // All the stages or none: a half-made set of series would only take room.
+    if (series_.size() + kStageCount > options_.max_series) {
+      refused_.fetch_add(1, std::memory_order_relaxed);
+      return absl::ResourceExhaustedError(
+          Cat("request metrics for model=\"", route.model, "\": the registry holds ",
+              series_.size(), " series, near its limit of ", options_.max_series,
+              " (RegistryOptions::max_series); new series are refused"));
     }
   }
   std::array<Series*, kStageCount> stages{};

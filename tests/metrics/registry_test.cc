@@ -171,5 +171,28 @@ TEST(SeriesTest, MemoryCountsPerThreadWriters) {
   EXPECT_GE(s->MemoryBytes(), before + BucketLayout::kBucketCount * sizeof(uint32_t));
 }
 
+TEST(RegistryLimitsTest, RefusesLongLabelValuesAndSeriesPastTheLimit) {
+  RegistryOptions options;
+  options.max_label_value_bytes = 16;
+  options.max_series = kStageCount + 2;  // one RequestMetrics, the "aaa" series and one more
+  Registry r(Clock::Real(), options);
+  absl::StatusOr<Series*> s = r.GetOrCreate("m", {{"model", std::string(17, 'a')}});
+  EXPECT_TRUE(absl::IsInvalidArgument(s.status())) << s.status();
+  EXPECT_THAT(std::string(s.status().message()), ::testing::HasSubstr("max_label_value_bytes"));
+  EXPECT_TRUE(r.GetOrCreate("m", {{"model", std::string(16, 'a')}}).ok());
+  EXPECT_TRUE(r.Requests({"a", "1", "r"}).ok());
+  // The next RequestMetrics would pass the limit: refused whole, no half set of series.
+  const size_t before = r.AllSeries().size();
+  absl::StatusOr<RequestMetrics*> m = r.Requests({"b", "1", "r"});
+  EXPECT_TRUE(absl::IsResourceExhausted(m.status())) << m.status();
+  EXPECT_EQ(r.AllSeries().size(), before);
+  // One more series fits; after it, none, but existing ones are still found.
+  EXPECT_TRUE(r.GetOrCreate("m", {{"model", "x"}}).ok());
+  EXPECT_TRUE(absl::IsResourceExhausted(r.GetOrCreate("m", {{"model", "y"}}).status()));
+  EXPECT_TRUE(r.GetOrCreate("m", {{"model", "x"}}).ok());
+  EXPECT_TRUE(r.Requests({"a", "1", "r"}).ok());
+  EXPECT_EQ(r.refused(), 3u);
+}
+
 }  // namespace
 }  // namespace tailguard
