@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -31,6 +32,7 @@
 #include "server/dashboard.h"
 #include "server/gateway.h"
 #include "server/gateway_config.h"
+#include "server/protocol.h"
 #include "signals.h"
 #include "store/feature_store.h"
 #include "store/redis.h"
@@ -399,6 +401,14 @@ int RunDemo(const DemoFlags& flags) {
     return 2;
   }
   config->feature_store.redis.clear();
+  // A token for this run only, so the dashboard can acknowledge and silence (the API refuses
+  // changes without one): the dashboard link below carries it.
+  {
+    std::random_device rd;
+    std::array<uint8_t, 16> bytes;
+    for (uint8_t& b : bytes) b = static_cast<uint8_t>(rd());
+    config->api_token = server::HexEncode(bytes);
+  }
   auto make_gateway = [&](server::GatewayConfig c) {
     server::GatewayOptions options;
     options.config = std::move(c);
@@ -480,8 +490,9 @@ int RunDemo(const DemoFlags& flags) {
   for (const DemoPhase& p : phases) planned += p.duration;
   std::printf("tailguard demo: serving the demo models at http://%s (feature store: %s)\n",
               address.c_str(), features.Describe().c_str());
-  std::printf("  dashboard: http://%s/   live API: /api/v1/series  /api/v1/alerts  /metrics\n",
-              address.c_str());
+  std::printf("  dashboard: http://%s/#token=%s   live API: /api/v1/series  /api/v1/alerts  "
+              "/metrics\n",
+              address.c_str(), config->api_token.c_str());
   std::printf("  scenario (%s):", FormatDuration(static_cast<double>(planned.count())).c_str());
   for (const DemoPhase& p : phases) {
     std::printf(" %s %s%s", p.name.c_str(),

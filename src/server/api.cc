@@ -2,6 +2,7 @@
 #include "server/api.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 
@@ -279,12 +280,54 @@ bool Api::Handles(std::string_view path) {
          path.starts_with("/api/");
 }
 
+std::string HostOfHeader(std::string_view host) {
+  if (host.starts_with('[')) {
+    const size_t end = host.find(']');
+    host = host.substr(1, end == std::string_view::npos ? std::string_view::npos : end - 1);
+  } else if (const size_t colon = host.rfind(':'); colon != std::string_view::npos) {
+    host = host.substr(0, colon);
+  }
+  std::string out(host);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  while (out.ends_with('.')) out.pop_back();  // "localhost." is "localhost"
+  return out;
+}
+
+bool Api::HasToken(const ApiRequest& request) const {
+  return !s_.api_token.empty() && request.authorization == Cat("Bearer ", s_.api_token);
+}
+
+bool Api::HostAllowed(std::string_view header) const {
+  if (header.empty()) return true;  // HTTP/1.0 without Host: no browser sends that
+  const std::string host = HostOfHeader(header);
+  // An address typed into the browser is this gateway's (a rebinding needs a name).
+  if (host.find(':') != std::string::npos) return true;  // IPv6
+  if (!host.empty() && std::all_of(host.begin(), host.end(), [](char c) {
+        return (c >= '0' && c <= '9') || c == '.';
+      })) {
+    return true;
+  }
+  if (host == "localhost" || host.ends_with(".localhost")) return true;
+  return std::find(s_.allowed_hosts.begin(), s_.allowed_hosts.end(), host) !=
+         s_.allowed_hosts.end();
+}
+
 ApiResponse Api::Handle(const ApiRequest& request) const {
   std::string_view path = request.target;
   std::string_view query;
   if (const size_t q = path.find('?'); q != std::string_view::npos) {
     query = path.substr(q + 1);
     path = path.substr(0, q);
+  }
+  // The API by a name the gateway does not know: a web page that rebound its own name to this
+  // address, reading alerts or changing silences through a browser on the inside. /metrics and
+  // the health checks are not the browser's, and take any Host (Prometheus sends its target's).
+  if (path.starts_with("/api/") && !HostAllowed(request.host) && !HasToken(request)) {
+    return Error(403, "host_not_allowed",
+                 Cat("the API does not answer to Host \"", request.host.substr(0, 256),
+                     "\": only to IP addresses, localhost, this machine's name and external_url; "
+                     "add the name to allowed_hosts: in the gateway configuration, or send "
+                     "Authorization: Bearer <api_token>"));
   }
   if (path == "/api/v1/models" || path.starts_with("/api/v1/models/")) {
     return Models(request.method, path, query, request);
@@ -579,7 +622,9 @@ ApiResponse Api::Info() const {
          {"now", TimeText(now)},
          {"tick_seconds", std::chrono::duration<double>(s_.loop->options().tick).count()},
          {"window_seconds", std::chrono::duration<double>(s_.loop->options().window).count()},
-         {"token_required", !s_.api_token.empty()},
+         // Changes always need the token; without one configured they are off.
+         {"token_required", true},
+         {"token_configured", !s_.api_token.empty()},
          {"store", s_.store != nullptr}};
   if (s_.started_at != WallTime{}) j["started_at"] = TimeText(s_.started_at);
   if (s_.history_retention > Duration::zero()) {
@@ -605,7 +650,15 @@ std::optional<ApiResponse> Api::Refused(const ApiRequest& request, std::string_v
                        "Origin"));
     }
   }
-  if (!s_.api_token.empty() && request.authorization != Cat("Bearer ", s_.api_token)) {
+  if (s_.api_token.empty()) {
+    return Error(403, "api_token_not_set",
+                 Cat(action,
+                     " is refused: this gateway has no API token, so changes through the API are "
+                     "off. Set api_token_file: (a file holding the token) or api_token: in the "
+                     "gateway configuration and restart; then send Authorization: Bearer <token> "
+                     "(the dashboard asks for it once)"));
+  }
+  if (!HasToken(request)) {
     return Error(401, "unauthorized",
                  Cat(action,
                      " needs the API token: send Authorization: Bearer <api_token> (the "
@@ -691,6 +744,13 @@ ApiResponse Api::Ack(std::string_view id_text, const ApiRequest& request) const 
 
 ApiResponse Api::Silences(std::string_view method, std::string_view id_text,
                           const ApiRequest& request) const {
+  // Changes are refused before anything else is said about them.
+  if (method == "POST" && id_text.empty()) {
+    if (auto denied = Refused(request, "adding a silence", true)) return *denied;
+  }
+  if (method == "DELETE" && !id_text.empty()) {
+    if (auto denied = Refused(request, "expiring a silence", false)) return *denied;
+  }
   if (s_.store == nullptr) {
     return Error(503, "no_store",
                  "silences live in the event store: set store.path in the gateway configuration");
@@ -710,7 +770,6 @@ ApiResponse Api::Silences(std::string_view method, std::string_view id_text,
     return Json({{"silences", out}});
   }
   if (id_text.empty() && method == "POST") {
-    if (auto denied = Refused(request, "adding a silence", true)) return *denied;
     static constexpr std::string_view kExample =
         R"({"matchers": "{model=\"risk\"}", "duration": "1h", "created_by": "alice", )"
         R"("comment": "deploying v2"})";
@@ -769,7 +828,6 @@ ApiResponse Api::Silences(std::string_view method, std::string_view id_text,
     return r;
   }
   if (!id_text.empty() && method == "DELETE") {
-    if (auto denied = Refused(request, "expiring a silence", false)) return *denied;
     const std::optional<int64_t> id = ParseId(id_text);
     if (!id) {
       return Error(400, "bad_request",
@@ -961,19 +1019,37 @@ std::string Api::Metrics(bool om) const {
   page.Counter("tailguard_connections_accepted", "Client connections accepted.");
   page.Sample({}, static_cast<double>(Load(c.connections_accepted)));
   page.Counter("tailguard_connections_rejected",
-               "Client connections closed at once: over limits.max_connections.");
-  page.Sample({}, static_cast<double>(Load(c.connections_rejected)));
+               "Client connections answered 503 and closed at once: past limits.max_connections "
+               "and its reserve for health checks (reason=max_connections), or past "
+               "limits.max_connections_per_client (reason=per_client).");
+  page.Sample({{"reason", "max_connections"}}, static_cast<double>(Load(c.connections_rejected)));
+  page.Sample({{"reason", "per_client"}},
+              static_cast<double>(Load(c.connections_rejected_per_client)));
+  page.Counter("tailguard_upstream_connections_dropped",
+               "Upstream connections given up before use: idle ones found closed before a "
+               "non-idempotent request would have gone on them (reason=stale), and connects that "
+               "reached the gateway's own socket (reason=self).");
+  page.Sample({{"reason", "stale"}}, static_cast<double>(Load(c.stale_connections_dropped)));
+  page.Sample({{"reason", "self"}}, static_cast<double>(Load(c.self_connections)));
   page.Counter("tailguard_gateway_errors",
                "Requests the gateway refused before choosing a route, by reason.");
   page.Sample({{"reason", "bad_request"}}, static_cast<double>(Load(c.bad_request)));
   page.Sample({{"reason", "header_too_large"}}, static_cast<double>(Load(c.header_too_large)));
+  page.Sample({{"reason", "header_timeout"}}, static_cast<double>(Load(c.header_timeouts)));
+  page.Sample({{"reason", "overloaded"}}, static_cast<double>(Load(c.admin_only_refused)));
   page.Sample({{"reason", "not_found"}}, static_cast<double>(Load(c.not_found)));
   page.Sample({{"reason", "too_large"}}, static_cast<double>(Load(c.too_large)));
   page.Counter("tailguard_series_dropped",
-               "Measurements not recorded: a route over its cap of Server-Timing stage names "
-               "(reason=stage) or of model and version labels (reason=labels, counted under "
-               "model=\"other\").");
+               "Measurements not recorded under their own labels: a route over its cap of "
+               "Server-Timing stage names (reason=stage, not recorded), of model and version "
+               "labels (reason=labels), or a model name or version from a request over 128 bytes "
+               "(reason=label_too_long) or with characters outside [A-Za-z0-9._:/@+-] "
+               "(reason=label_characters); those three are recorded under model=\"other\". "
+               "reason=registry_full: series the registry refused (its limits).");
   page.Sample({{"reason", "labels"}}, static_cast<double>(Load(c.label_overflow)));
+  page.Sample({{"reason", "label_too_long"}}, static_cast<double>(Load(c.label_too_long)));
+  page.Sample({{"reason", "label_characters"}}, static_cast<double>(Load(c.label_characters)));
+  page.Sample({{"reason", "registry_full"}}, static_cast<double>(s_.registry->refused()));
   page.Sample({{"reason", "stage"}}, static_cast<double>(Load(c.stage_series_dropped)));
 
   page.Counter("tailguard_upstream_requests", "Requests sent to each upstream server.");
@@ -988,6 +1064,13 @@ std::string Api::Metrics(bool om) const {
           {{"kind", UpstreamErrorName(static_cast<UpstreamError>(k))}, {"upstream", u->address()}},
           static_cast<double>(Load(u->errors[k])));
     }
+  }
+  page.Counter("tailguard_upstream_skipped",
+               "Requests answered 502 at once, without a connect, while every upstream of their "
+               "route was down and none was due for a probe (counted on each of the route's "
+               "upstreams).");
+  for (const UpstreamState* u : s_.upstreams) {
+    page.Sample({{"upstream", u->address()}}, static_cast<double>(Load(u->probes_skipped)));
   }
   page.Gauge("tailguard_upstream_up",
              "1 when the upstream is in rotation, 0 while passive health keeps it out.");

@@ -48,6 +48,10 @@ struct ApiResponse {
   std::string body;
 };
 
+// The host of a Host header, lower-cased, without its port or an IPv6 address's brackets:
+// "Tailguard:8080" -> "tailguard", "[::1]:80" -> "::1".
+std::string HostOfHeader(std::string_view host);
+
 // A JSON error body: {"error": {"code": "...", "message": "..."}}.
 std::string ErrorJson(std::string_view code, std::string_view message);
 
@@ -66,9 +70,13 @@ struct ApiSources {
   // The built-in model backend; null without models. POST /api/v1/models/{name}/default
   // switches its default version.
   model::ModelBackend* backend = nullptr;
-  // The bearer token mutating calls must present; "" lets them through unauthenticated (the
-  // gateway listens on loopback by default).
+  // The bearer token mutating calls must present; "" refuses every mutating call (403,
+  // saying how to set a token).
   std::string api_token;
+  // Host names (lower case, no port) the API answers to besides IP addresses and "localhost":
+  // the gateway's external_url host, this machine's name, allowed_hosts. Requests with the API
+  // token are answered whatever their Host.
+  std::vector<std::string> allowed_hosts;
   // False while starting or draining: /readyz answers 503.
   std::function<bool()> ready;
   // For /api/v1/info: when the gateway started and how long the store keeps history.
@@ -102,11 +110,16 @@ class Api {
   ApiResponse Samples(std::string_view query) const;
   // Nothing when the mutating `request` may go ahead; otherwise the answer refusing it, saying
   // what `action` needs: 403 for a cross-site request (an Origin that is not this gateway, so a
-  // web page cannot act with the browser of someone on call), 401 without the API token (when
-  // one is configured), 415 for a body not declared JSON when `json_body`.
+  // web page cannot act with the browser of someone on call), 403 when no API token is
+  // configured, 401 without the token, 415 for a body not declared JSON when `json_body`.
   std::optional<ApiResponse> Refused(const ApiRequest& request, std::string_view action,
                                      bool json_body) const;
   ApiResponse Ready() const;
+  // Whether `request` carries the API token.
+  bool HasToken(const ApiRequest& request) const;
+  // Whether a browser that sends `host` reached this gateway by a name it answers to (not a web
+  // page's name pointed at it: DNS rebinding).
+  bool HostAllowed(std::string_view host) const;
   ApiResponse Models(std::string_view method, std::string_view path, std::string_view query,
                      const ApiRequest& request) const;
 

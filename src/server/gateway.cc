@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <array>
 #include <atomic>
 #include <boost/asio.hpp>
@@ -17,9 +18,11 @@
 #include <boost/beast/http.hpp>
 #include <charconv>
 #include <cstring>
+#include <future>
 #include <list>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "alert/notify/delivery.h"
 #include "alert/notify/http_sender.h"
@@ -63,6 +66,31 @@ constexpr size_t kMaxUpstreamHeaderBytes = 64 * 1024;
 // Interim (1xx) answers read past before an upstream's final answer: a bound, so an upstream
 // that sends nothing else cannot hold a request (and a worker's attention) forever.
 constexpr int kMaxInterimAnswers = 16;
+
+// Beast reads a body into the buffer as far as the buffer's spare capacity goes (512 bytes at
+// least): a megabyte into a buffer sized for headers took hundreds of reads and resumptions
+// (about 5 ms of a worker). A body with a known length above a few kilobytes gets room for it
+// first, up to 1 MiB (Beast reads at most 64 KiB at a time anyway).
+constexpr size_t kBodyReadReserve = 1 << 20;
+constexpr size_t kBufferKeep = 64 * 1024;  // what an idle connection keeps of a larger buffer
+// Request bodies past this size yield the worker between the steps that take their time.
+constexpr size_t kYieldBodyBytes = 256 * 1024;
+
+void ReserveForBody(beast::flat_buffer& buffer, const boost::optional<uint64_t>& length) {
+  if (!length || *length <= 8 * 1024) return;
+  buffer.reserve(buffer.size() + static_cast<size_t>(std::min<uint64_t>(*length, kBodyReadReserve)));
+}
+
+// Gives back what ReserveForBody() took, so that idle connections stay small.
+void ShrinkAfterBody(beast::flat_buffer& buffer) {
+  if (buffer.capacity() > kBufferKeep) buffer.shrink_to_fit();
+}
+
+// RFC 9110 9.2.2: a request that can be repeated with the same effect.
+bool IsIdempotent(http::verb v) {
+  return v == http::verb::get || v == http::verb::head || v == http::verb::put ||
+         v == http::verb::delete_ || v == http::verb::options || v == http::verb::trace;
+}
 
 // A malformed message (as opposed to a connection that ended or timed out).
 bool IsParseError(const beast::error_code& ec) {
@@ -239,6 +267,14 @@ struct Labeled {
 
 class Worker;
 
+// What a new client connection may do.
+enum class Admission : uint8_t {
+  kAccepted,
+  kAdminOnly,      // past limits.max_connections: /healthz, /readyz and /metrics only
+  kRefusedFull,    // past that too
+  kRefusedClient,  // its address is at limits.max_connections_per_client
+};
+
 }  // namespace
 
 struct Gateway::Impl {
@@ -283,8 +319,18 @@ struct Gateway::Impl {
   std::atomic<size_t> next_worker{0};
 
   explicit Impl(GatewayOptions o)
-      : options(std::move(o)),
-        registry(Clock::Real(), RegistryOptions{WindowOptions{.slot = options.config.tick}, {}}) {}
+      : options(std::move(o)), registry(Clock::Real(), MakeRegistryOptions(options.config)) {}
+
+  // The registry's bounds cover what the per-route caps allow (every label set of every route
+  // with every stage and Server-Timing name), so a request is never refused its series.
+  static RegistryOptions MakeRegistryOptions(const GatewayConfig& config) {
+    RegistryOptions r;
+    r.windows.slot = config.tick;
+    const size_t per_route =
+        (kMaxLabelSetsPerRoute + 1) * (static_cast<size_t>(kStageCount) + kMaxStageNamesPerRoute);
+    r.max_series = std::max(r.max_series, config.routes.size() * per_route + 1024);
+    return r;
+  }
 
   void Log(const std::string& line) const {
     if (options.log == nullptr) return;
@@ -298,6 +344,16 @@ struct Gateway::Impl {
   Series* StageSeries(size_t route, const RequestMetrics& m, const std::string& name);
 
   void Accept();
+
+  // Counts a new client connection from `peer` (its address; "" when unknown) against the
+  // limits, and says what it may do. Every call but a refusal is paired with Leave(peer).
+  Admission Admit(const std::string& peer);
+  void Leave(const std::string& peer);
+
+  // Connections open per client address, for limits.max_connections_per_client. A map
+  // touched twice per connection, never per request.
+  std::mutex clients_mu;
+  absl::flat_hash_map<std::string, uint32_t> clients ABSL_GUARDED_BY(clients_mu);
 };
 
 namespace {
@@ -380,8 +436,11 @@ class Worker {
   awaitable<void> Session(Socket socket);
 
  private:
+  // `admin_only`: the connection is past limits.max_connections, and only IsAdminOnlyPath()
+  // is answered.
   awaitable<bool> Handle(Stream& client, const std::string& peer,
-                         http::request<http::string_body>& req, MonoTime start, bool keep_alive);
+                         http::request<http::string_body>& req, MonoTime start, bool keep_alive,
+                         bool admin_only);
   // A request no route matches.
   awaitable<bool> NotFound(Stream& client, const http::request<http::string_body>& req,
                            std::string_view path, bool keep_alive);
@@ -397,12 +456,30 @@ class Worker {
                         MonoTime start, bool keep_alive);
   awaitable<bool> WriteError(Stream& client, unsigned version, bool keep_alive, http::status status,
                              std::string_view code, std::string_view message);
+  // WriteError() with the message in the coroutine's frame: for callers that return the
+  // awaitable instead of awaiting it (Handle()), whose temporaries are gone by the time it runs.
+  // `code` must be a literal.
+  awaitable<bool> WriteOwnedError(Stream& client, unsigned version, bool keep_alive,
+                                  http::status status, std::string_view code,
+                                  std::string message) {
+    co_return co_await WriteError(client, version, keep_alive, status, code, message);
+  }
   // A connection to upstream `u`: an idle one, or a new one. Null with `ec` set on failure.
   awaitable<std::unique_ptr<UpstreamConn>> Acquire(size_t u, MonoTime deadline,
                                                    beast::error_code& ec);
   void Release(size_t u, std::unique_ptr<UpstreamConn> conn);
+  // Lets this worker's other connections go first: before each step of a large request that
+  // holds the thread for a while (inspecting a body of a megabyte takes about 0.4 ms, copying it
+  // into the upstream's socket about as long), so that small requests do not wait behind all of
+  // it at once.
+  awaitable<void> YieldToOthers() { co_await net::post(ioc_.get_executor(), use_awaitable); }
+  // Whether an idle pooled connection is still open, looked at without waiting.
+  bool StillOpen(UpstreamConn& conn);
   size_t Pick(size_t route);
   Labeled LabelsFor(size_t route, const std::string& model, const std::string& version);
+  // `value`, taken from a request, as a label value: itself, or "other" (counted by reason)
+  // when CheckRequestLabel() refuses it. Empty stays empty, for the caller's default.
+  std::string RequestLabel(std::string_view value);
   void Finish(Labeled lab, size_t route, Exchange& x, const http::request<http::string_body>& req,
               const TraceContext& trace, const std::array<uint8_t, 8>& client_span, bool has_parent,
               const std::array<uint8_t, 8>& parent);
@@ -427,41 +504,106 @@ class Worker {
   std::string head_;
 };
 
+// A connection refused at accept: a 503 that says why, sent as far as the socket takes it at
+// once (the connection is not read, and never waited on), then closed.
+void RefuseConnection(Socket& socket, std::string_view message) {
+  const std::string body = ErrorJson("overloaded", message);
+  const std::string answer =
+      Cat("HTTP/1.1 503 Service Unavailable\r\nServer: tailguard\r\nContent-Type: "
+          "application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: ",
+          body.size(), "\r\n\r\n", body);
+  beast::error_code ec;
+  socket.non_blocking(true, ec);
+  if (!ec) socket.send(net::buffer(answer), 0, ec);
+  socket.shutdown(tcp::socket::shutdown_send, ec);
+  socket.close(ec);
+}
+
+// The paths a connection past limits.max_connections may ask for.
+bool IsAdminOnlyPath(std::string_view path) {
+  return path == "/healthz" || path == "/readyz" || path == "/metrics";
+}
+
 awaitable<void> Worker::Session(Socket socket) {
   GatewayCounters& c = g_.counters;
   const auto& cfg = g_.config();
-  if (static_cast<size_t>(c.connections_active.fetch_add(1, std::memory_order_relaxed)) >=
-      cfg.limits.max_connections) {
-    c.connections_active.fetch_sub(1, std::memory_order_relaxed);
-    Add(c.connections_rejected);
-    beast::error_code ec;
-    socket.close(ec);
-    co_return;
-  }
-  Add(c.connections_accepted);
   beast::error_code ec;
-  socket.set_option(tcp::no_delay(true), ec);
-  socket.non_blocking(true, ec);  // for TrySend()
   const std::string peer = [&] {
     const tcp::endpoint e = socket.remote_endpoint(ec);
     return ec ? std::string() : e.address().to_string();
   }();
+  const Admission admission = g_.Admit(peer);
+  if (admission == Admission::kRefusedFull) {
+    RefuseConnection(socket, Cat("the gateway has ", cfg.limits.max_connections + kAdminConnections,
+                                 " connections open, its limit (limits.max_connections and ",
+                                 kAdminConnections, " more for health checks); retry later"));
+    co_return;
+  }
+  if (admission == Admission::kRefusedClient) {
+    RefuseConnection(socket,
+                     Cat("your address has ", cfg.limits.max_connections_per_client,
+                         " connections open to the gateway, its limit "
+                         "(limits.max_connections_per_client); reuse connections or retry later"));
+    co_return;
+  }
+  // Past limits.max_connections: health checks and scrapes only, one request a connection.
+  const bool admin_only = admission == Admission::kAdminOnly;
+  Add(c.connections_accepted);
+  socket.set_option(tcp::no_delay(true), ec);
+  socket.non_blocking(true, ec);  // for TrySend()
   Stream client(std::move(socket));
   client.EnableDrainedReads();
   beast::flat_buffer buffer;
   auto entry = sessions_.insert(sessions_.end(), SessionEntry{&client, true});
 
-  for (;;) {
+  for (bool first = true;; first = false) {
     entry->idle = true;
     if (g_.draining.load(std::memory_order_relaxed)) break;
     http::request_parser<http::string_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(cfg.limits.max_header_bytes));
     parser.body_limit(cfg.limits.max_body_bytes);
-    client.expires_after(cfg.timeouts.idle);
-    client.MarkNewMessage();  // the client's next request follows our answer
-    co_await http::async_read_header(client, buffer, parser, Token(ec));
+    // The request's first byte: awaited up to timeouts.idle between requests, and on a new
+    // connection no longer than timeouts.header either (one that sends nothing holds a slot no
+    // longer than one that sends slowly).
+    if (buffer.size() == 0) {
+      client.expires_after(first ? std::min(cfg.timeouts.header, cfg.timeouts.idle)
+                                 : cfg.timeouts.idle);
+      client.MarkNewMessage();  // the client's next request follows our answer
+      const size_t n = co_await client.async_read_some(
+          buffer.prepare(beast::read_size(buffer, 64 * 1024)), Token(ec));
+      buffer.commit(n);
+      // Nothing of a request came: the connection ends without a word, as keep-alive ones do.
+      if (ec) break;
+    }
     client.MarkNewMessage(false);
     entry->idle = false;
+    // The whole header within timeouts.header of its first byte, so a client that sends it a
+    // byte at a time (a slowloris) is cut off. Parsed from the buffer when it is all there (the
+    // usual case); otherwise read under a timer of its own rather than the stream's, whose expiry
+    // would close the socket before the 408 could say why.
+    buffer.consume(parser.put(buffer.data(), ec));
+    if (ec == http::error::need_more) {
+      ec = {};
+      client.expires_never();
+      // Shared with the timer's handler, which may run after this read (and even after the
+      // session) when it fired just as the header completed: `done` makes it touch nothing then.
+      struct HeaderDeadline {
+        bool done = false;
+        bool late = false;
+      };
+      auto state = std::make_shared<HeaderDeadline>();
+      net::steady_timer deadline(ioc_, cfg.timeouts.header);
+      deadline.async_wait([&client, state](const beast::error_code& e) {
+        if (e || state->done) return;
+        state->late = true;
+        beast::error_code ignored;
+        client.socket().cancel(ignored);
+      });
+      co_await http::async_read_header(client, buffer, parser, Token(ec));
+      state->done = true;
+      deadline.cancel();
+      if (state->late) ec = beast::error::timeout;
+    }
     if (ec) {
       if (ec == http::error::header_limit) {
         Add(c.header_too_large);
@@ -480,11 +622,39 @@ awaitable<void> Worker::Session(Socket socket) {
         Add(c.bad_request);
         co_await WriteError(client, 11, false, http::status::bad_request, "bad_request",
                             Cat("malformed HTTP request: ", ec.message()));
+      } else if (ec == beast::error::timeout) {
+        Add(c.header_timeouts);
+        co_await WriteError(client, 11, false, http::status::request_timeout, "header_timeout",
+                            Cat("the request header did not arrive within ",
+                                FormatDuration(static_cast<double>(cfg.timeouts.header.count())),
+                                " of its first byte (timeouts.header)"));
       }
       break;
     }
     const MonoTime start = g_.clock.MonotonicNow();
     http::request<http::string_body>& head = parser.get();
+    // Framing the gateway cannot pass on safely (RFC 9112): 400, and the connection closed, since
+    // where the next request starts is not known.
+    {
+      size_t hosts = 0, codings = 0;
+      std::string_view host, coding;
+      for (const auto& f : head) {
+        if (f.name() == http::field::host) {
+          ++hosts;
+          host = View(f.value());
+        } else if (f.name() == http::field::transfer_encoding) {
+          ++codings;
+          coding = View(f.value());
+        }
+      }
+      if (const std::optional<std::string> problem =
+              RequestFramingProblem(head.version(), hosts, host, codings, coding)) {
+        Add(c.bad_request);
+        co_await WriteError(client, head.version(), false, http::status::bad_request, "bad_request",
+                            *problem);
+        break;
+      }
+    }
     if (head.version() >= 11 &&
         beast::iequals(FieldValue(head, http::field::expect), "100-continue")) {
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -493,6 +663,7 @@ awaitable<void> Worker::Session(Socket socket) {
     }
     if (!parser.is_done()) {
       client.expires_after(cfg.timeouts.request);
+      ReserveForBody(buffer, parser.content_length());
       co_await http::async_read(client, buffer, parser, Token(ec));
       if (ec == http::error::body_limit) {
         Add(c.too_large);
@@ -512,17 +683,18 @@ awaitable<void> Worker::Session(Socket socket) {
       }
     }
     http::request<http::string_body> req = parser.release();
-    const bool keep_alive =
-        KeepAlive(req, req.version()) && !g_.draining.load(std::memory_order_relaxed);
+    ShrinkAfterBody(buffer);
+    const bool keep_alive = KeepAlive(req, req.version()) && !admin_only &&
+                            !g_.draining.load(std::memory_order_relaxed);
     c.in_flight.fetch_add(1, std::memory_order_relaxed);
-    const bool ok = co_await Handle(client, peer, req, start, keep_alive);
+    const bool ok = co_await Handle(client, peer, req, start, keep_alive, admin_only);
     c.in_flight.fetch_sub(1, std::memory_order_relaxed);
     if (!ok || !keep_alive) break;
   }
   client.socket().shutdown(tcp::socket::shutdown_send, ec);
   client.socket().close(ec);
   sessions_.erase(entry);
-  c.connections_active.fetch_sub(1, std::memory_order_relaxed);
+  g_.Leave(peer);
 }
 
 awaitable<bool> Worker::WriteError(Stream& client, unsigned version, bool keep_alive,
@@ -544,9 +716,28 @@ awaitable<bool> Worker::WriteError(Stream& client, unsigned version, bool keep_a
 // a resumption per request. Everything the handlers refer to lives in Session's frame.
 awaitable<bool> Worker::Handle(Stream& client, const std::string& peer,
                                http::request<http::string_body>& req, MonoTime start,
-                               bool keep_alive) {
+                               bool keep_alive, bool admin_only) {
+  // Dot segments and repeated slashes resolved before anything looks at the path: the route,
+  // its rewrite and the upstream all see the same one ("/fraud/../../etc/passwd" is refused,
+  // "/fraud//x" is "/fraud/x").
+  absl::StatusOr<std::optional<std::string>> normal = NormalizeTarget(View(req.target()));
+  if (!normal.ok()) {
+    Add(g_.counters.bad_request);
+    return WriteOwnedError(client, req.version(), false, http::status::bad_request, "bad_request",
+                           std::string(normal.status().message()));
+  }
+  if (normal->has_value()) req.target(**normal);
   const std::string_view target = View(req.target());
   const std::string_view path = target.substr(0, target.find('?'));
+  if (admin_only && !IsAdminOnlyPath(path)) {
+    Add(g_.counters.admin_only_refused);
+    return WriteOwnedError(
+        client, req.version(), false, http::status::service_unavailable, "overloaded",
+        Cat("the gateway is at its connection limit (limits.max_connections, ",
+            g_.config().limits.max_connections,
+            "): connections past it are answered only for /healthz, /readyz and /metrics; retry "
+            "later"));
+  }
   if (Api::Handles(path)) return Admin(client, req, keep_alive);
   if ((path == "/" || path.starts_with("/assets/")) && !g_.options.dashboard.empty() &&
       g_.config().dashboard) {
@@ -658,6 +849,22 @@ Labeled Worker::LabelsFor(size_t route, const std::string& model, const std::str
   return labeled;
 }
 
+std::string Worker::RequestLabel(std::string_view value) {
+  switch (CheckRequestLabel(value)) {
+    case RequestLabelCheck::kOk:
+      return std::string(value);
+    case RequestLabelCheck::kEmpty:
+      return {};
+    case RequestLabelCheck::kTooLong:
+      Add(g_.counters.label_too_long);
+      return "other";
+    case RequestLabelCheck::kCharacters:
+      Add(g_.counters.label_characters);
+      return "other";
+  }
+  return "other";
+}
+
 size_t Worker::Pick(size_t route) {
   const std::vector<size_t>& ups = g_.routes[route].upstreams;
   const MonoTime now = g_.clock.MonotonicNow();
@@ -665,8 +872,13 @@ size_t Worker::Pick(size_t route) {
     const size_t u = ups[rr_[route]++ % ups.size()];
     if (g_.upstreams[u]->Available(now)) return u;
   }
-  // Every upstream is marked down: try one anyway (as nginx does), so recovery is noticed.
-  return ups[rr_[route]++ % ups.size()];
+  // Every upstream is marked down: one request a probe interval tries one anyway (as nginx
+  // does), so that recovery is noticed; the others are answered at once, without a connect.
+  for (size_t i = 0; i < ups.size(); ++i) {
+    const size_t u = ups[rr_[route]++ % ups.size()];
+    if (g_.upstreams[u]->TryProbe(now)) return u;
+  }
+  return SIZE_MAX;
 }
 
 awaitable<std::unique_ptr<UpstreamConn>> Worker::Acquire(size_t u, MonoTime deadline,
@@ -680,11 +892,39 @@ awaitable<std::unique_ptr<UpstreamConn>> Worker::Acquire(size_t u, MonoTime dead
   conn->stream.expires_at(connect_deadline);
   co_await conn->stream.async_connect(g_.upstream_endpoints[u], Token(ec));
   if (ec) co_return nullptr;
+  // An upstream port in the ephemeral range on this host, with nothing listening, can be
+  // "connected" to by a TCP simultaneous open of the socket with itself: it would then hold the
+  // port the upstream restarts on. Such a connection is refused, and closed at once.
+  {
+    beast::error_code local_ec, remote_ec;
+    const tcp::endpoint local = conn->stream.socket().local_endpoint(local_ec);
+    const tcp::endpoint remote = conn->stream.socket().remote_endpoint(remote_ec);
+    if (!local_ec && !remote_ec && local == remote) {
+      Add(g_.counters.self_connections);
+      // Aborted (RST), not closed: a close would leave it in TIME_WAIT on the port, which
+      // would keep the upstream from binding it for a minute all the same.
+      beast::error_code ignored;
+      conn->stream.socket().set_option(net::socket_base::linger(true, 0), ignored);
+      conn->stream.socket().close(ignored);
+      ec = net::error::connection_refused;
+      co_return nullptr;
+    }
+  }
   conn->stream.socket().set_option(tcp::no_delay(true), ec);
   conn->stream.socket().non_blocking(true, ec);  // for TrySend()
   conn->stream.EnableDrainedReads();
   ec = {};
   co_return conn;
+}
+
+bool Worker::StillOpen(UpstreamConn& conn) {
+  // One non-blocking look: EAGAIN is an open, quiet connection; 0 bytes (a FIN), an error, or
+  // bytes nobody asked for all mean it must not carry a request.
+  char byte;
+  const ssize_t n = ::recv(conn.stream.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+  Add(g_.counters.stale_connections_dropped);
+  return false;
 }
 
 void Worker::Release(size_t u, std::unique_ptr<UpstreamConn> conn) {
@@ -693,6 +933,7 @@ void Worker::Release(size_t u, std::unique_ptr<UpstreamConn> conn) {
   // connection is out of step, and its next answer would be these bytes. Closed, not pooled.
   if (conn->buffer.size() != 0) return;
   if (idle_[u].size() >= g_.config().limits.max_upstream_idle_per_host) return;
+  ShrinkAfterBody(conn->buffer);
   conn->stream.expires_never();
   idle_[u].push_back(std::move(conn));
 }
@@ -721,8 +962,8 @@ awaitable<bool> Worker::Proxy(Stream& client, const std::string& peer,
   uint64_t input_size = 0;
   if (protocol == RouteProtocol::kKServe) {
     if (std::optional<KServeTarget> k = ParseKServePath(path)) {
-      if (model.empty()) model = k->model;
-      if (version.empty()) version = k->version;
+      if (model.empty()) model = RequestLabel(k->model);
+      if (version.empty()) version = RequestLabel(k->version);
       if (req.method() == http::verb::post && k->verb == "infer") {
         std::optional<size_t> header_length;
         const std::string_view h = View(req["Inference-Header-Content-Length"]);
@@ -737,6 +978,7 @@ awaitable<bool> Worker::Proxy(Stream& client, const std::string& peer,
           }
           header_length = n;
         }
+        if (req.body().size() > kYieldBodyBytes) co_await YieldToOthers();
         absl::StatusOr<uint64_t> size = KServeInputSize(req.body(), header_length);
         if (!size.ok()) {
           Add(g_.counters.bad_request);
@@ -748,6 +990,7 @@ awaitable<bool> Worker::Proxy(Stream& client, const std::string& peer,
       }
     }
   } else if (protocol == RouteProtocol::kOpenAI && req.method() == http::verb::post) {
+    if (req.body().size() > kYieldBodyBytes) co_await YieldToOthers();
     absl::StatusOr<OpenAIRequest> o =
         InspectOpenAIRequest(req.body(), path.ends_with("/chat/completions"));
     if (!o.ok()) {
@@ -757,7 +1000,7 @@ awaitable<bool> Worker::Proxy(Stream& client, const std::string& peer,
           Cat("OpenAI-compatible request: ", std::string(o.status().message())));
     }
     input_size = o->prompt_chars;
-    if (model.empty()) model = o->model;
+    if (model.empty()) model = RequestLabel(o->model);
   }
   if (model.empty()) model = rc.name;
   if (version.empty()) version = "default";
@@ -808,9 +1051,13 @@ awaitable<bool> Worker::Proxy(Stream& client, const std::string& peer,
   std::optional<http::response_parser<http::empty_body>> header;
   beast::error_code ec;
   UpstreamError error = UpstreamError::kConnect;
-  // Connect failures move on to the next upstream (nothing was sent); a reused connection that
-  // turns out closed is retried once on a fresh one. Nothing else is retried: the upstream may
-  // have acted on the request.
+  // Connect failures move on to the next upstream (nothing was sent). A reused connection that
+  // turns out closed before any answer is retried once on a fresh one, for an idempotent
+  // request (RFC 9110 9.2.2: GET, HEAD, PUT, DELETE, OPTIONS, TRACE), or for any request when
+  // nothing of it was sent. A POST the upstream may have received is never sent twice, as with
+  // nginx: instead, a pooled connection is looked at before a non-idempotent request goes on it,
+  // and one the upstream closed while idle is dropped unused. Nothing else is retried.
+  const bool idempotent = IsIdempotent(req.method());
   size_t connect_attempts = 0;
   bool retried_stale = false;
   bool same_upstream = false;
@@ -819,19 +1066,25 @@ awaitable<bool> Worker::Proxy(Stream& client, const std::string& peer,
   for (;;) {
     const size_t u = same_upstream ? x.upstream : Pick(route_index);
     same_upstream = false;
+    if (u == SIZE_MAX) {
+      // Every upstream is down and none is due for a probe: a 502 at once (with the last
+      // connect error, if this request tried one).
+      if (connect_attempts == 0) error = UpstreamError::kDown;
+      break;
+    }
     x.upstream = u;
     UpstreamState& up = *g_.upstreams[u];
     bool reused = false;
     ec = {};
     // An idle connection is taken here, without Acquire()'s coroutine frame: the usual case.
     // Not for the retry after a stale one: the upstream may have restarted and closed them all.
-    if (auto& pool = idle_[u]; !pool.empty() && !retried_stale) {
+    for (auto& pool = idle_[u]; !conn && !pool.empty() && !retried_stale;) {
       conn = std::move(pool.back());
       pool.pop_back();
-      reused = true;
-    } else {
-      conn = co_await Acquire(u, deadline, ec);
+      if (!idempotent && !StillOpen(*conn)) conn.reset();
+      reused = conn != nullptr;
     }
+    if (!conn) conn = co_await Acquire(u, deadline, ec);
     if (!conn) {
       error = ec == beast::error::timeout ? UpstreamError::kTimeout : UpstreamError::kConnect;
       up.Failure(error, g_.clock.MonotonicNow());
@@ -845,10 +1098,14 @@ awaitable<bool> Worker::Proxy(Stream& client, const std::string& peer,
     conn->stream.expires_at(deadline);
     // Neither message is chunked (Transfer-Encoding is stripped as hop-by-hop), so the header
     // and the body go out as they are, in one gather write.
+    if (req.body().size() > kYieldBodyBytes) co_await YieldToOthers();
     SerializeHead(req, conn->head);
+    // The first send failed outright: no byte of the request left (retried even if a POST).
+    bool nothing_sent = false;
     {
       const std::array<net::const_buffer, 2> out{net::buffer(conn->head), net::buffer(req.body())};
       const size_t sent = TrySend(conn->stream, out, ec);
+      nothing_sent = ec && sent == 0;
       if (!ec && sent < net::buffer_size(out)) {
         beast::buffers_suffix<std::array<net::const_buffer, 2>> rest(out);
         rest.consume(sent);
@@ -897,7 +1154,7 @@ awaitable<bool> Worker::Proxy(Stream& client, const std::string& peer,
     }
     // A connection that has already answered (with a 1xx) is not stale: the upstream has the
     // request, and may have acted on it.
-    const bool stale = reused && !retried_stale && interim == 0 &&
+    const bool stale = reused && !retried_stale && interim == 0 && (idempotent || nothing_sent) &&
                        (ec == http::error::end_of_stream || ec == net::error::connection_reset ||
                         ec == net::error::broken_pipe || ec == net::error::eof);
     conn.reset();
@@ -921,7 +1178,21 @@ awaitable<bool> Worker::Proxy(Stream& client, const std::string& peer,
     x.upstream_end = g_.clock.MonotonicNow();
     const std::string address =
         x.upstream == SIZE_MAX ? std::string("(none)") : g_.upstreams[x.upstream]->address();
-    if (error == UpstreamError::kTimeout) {
+    if (error == UpstreamError::kDown) {
+      x.status = 502;
+      Duration wait = Duration::max();
+      const MonoTime now = g_.clock.MonotonicNow();
+      for (size_t u : route.upstreams) {
+        wait = std::min(wait, g_.upstreams[u]->UntilNextProbe(now));
+        Add(g_.upstreams[u]->probes_skipped);
+      }
+      std::string message =
+          Cat("every upstream of route ", rc.name,
+              " is down after repeated failures (health.max_fails); the next try is in ",
+              FormatDuration(static_cast<double>(wait.count())));
+      ok = co_await WriteError(client, client_version, keep_alive, http::status::bad_gateway,
+                               "upstream_unavailable", message);
+    } else if (error == UpstreamError::kTimeout) {
       x.status = 504;
       ok = co_await WriteError(
           client, client_version, keep_alive, http::status::gateway_timeout, "upstream_timeout",
@@ -958,6 +1229,7 @@ awaitable<bool> Worker::Proxy(Stream& client, const std::string& peer,
     if (!streaming) {
       http::response_parser<http::string_body> body{std::move(*header)};
       body.body_limit(kMaxResponseBytes);
+      if (!body.is_done()) ReserveForBody(conn->buffer, body.content_length());
       // A small answer's body is usually in the buffer with its header: parsed here as
       // http::async_read would parse it first, without an asynchronous operation.
       if (!body.is_done() && conn->buffer.size() > 0) {
@@ -1330,8 +1602,14 @@ Labeled Gateway::Impl::Lookup(size_t route, std::string model, std::string versi
   absl::StatusOr<RequestMetrics*> m =
       registry.Requests(RouteLabels{std::move(model), std::move(version), rt.config->name});
   if (!m.ok()) {
-    // Labels are never empty here; fall back to the route's own series all the same.
-    m = registry.Requests(RouteLabels{rt.config->name, "default", rt.config->name});
+    // Labels are never empty nor too long here, and the registry's max_series covers every
+    // route's caps (see Create()): this cannot happen. Fall back to "other" all the same.
+    Log(Cat("route ", rt.config->name, ": ", m.status().message(), "; recorded as other"));
+    m = registry.Requests(RouteLabels{"other", "other", rt.config->name});
+  }
+  if (!m.ok()) {
+    Log(Cat("route ", rt.config->name, ": cannot record requests: ", m.status().message()));
+    std::abort();
   }
   return Labeled{*m, route_counters.Get(*m)};
 }
@@ -1351,6 +1629,36 @@ Series* Gateway::Impl::StageSeries(size_t route, const RequestMetrics& m, const 
                                                     {"route", m.labels().route},
                                                     {"stage", name}});
   return s.ok() ? *s : nullptr;
+}
+
+Admission Gateway::Impl::Admit(const std::string& peer) {
+  const GatewayConfig::Limits& limits = config().limits;
+  const size_t active =
+      static_cast<size_t>(counters.connections_active.fetch_add(1, std::memory_order_relaxed)) + 1;
+  if (active > limits.max_connections + kAdminConnections) {
+    counters.connections_active.fetch_sub(1, std::memory_order_relaxed);
+    Add(counters.connections_rejected);
+    return Admission::kRefusedFull;
+  }
+  if (limits.max_connections_per_client > 0 && !peer.empty()) {
+    std::lock_guard<std::mutex> lock(clients_mu);
+    uint32_t& open = clients[peer];
+    if (open >= limits.max_connections_per_client) {
+      counters.connections_active.fetch_sub(1, std::memory_order_relaxed);
+      Add(counters.connections_rejected_per_client);
+      return Admission::kRefusedClient;
+    }
+    ++open;
+  }
+  return active > limits.max_connections ? Admission::kAdminOnly : Admission::kAccepted;
+}
+
+void Gateway::Impl::Leave(const std::string& peer) {
+  if (config().limits.max_connections_per_client > 0 && !peer.empty()) {
+    std::lock_guard<std::mutex> lock(clients_mu);
+    if (auto it = clients.find(peer); it != clients.end() && --it->second == 0) clients.erase(it);
+  }
+  counters.connections_active.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void Gateway::Impl::Accept() {
@@ -1537,6 +1845,16 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Create(GatewayOptions options)
   sources.store = g->store.get();
   sources.backend = g->backend.get();
   sources.api_token = cfg.api_token;
+  sources.allowed_hosts = cfg.allowed_hosts;
+  if (!cfg.external_url.empty()) {
+    std::string_view authority = cfg.external_url;
+    authority.remove_prefix(authority.find("://") + 3);
+    authority = authority.substr(0, authority.find('/'));
+    sources.allowed_hosts.push_back(HostOfHeader(authority));
+  }
+  if (char name[256] = {}; gethostname(name, sizeof(name) - 1) == 0 && name[0] != '\0') {
+    sources.allowed_hosts.push_back(HostOfHeader(name));
+  }
   sources.started_at = g->registry.Now();
   if (g->history != nullptr) sources.history_retention = cfg.store.history_retention;
   Impl* raw = g.get();
@@ -1582,6 +1900,9 @@ void Gateway::Shutdown() {
   Impl& g = *impl_;
   if (g.stopped.exchange(true)) return;
   g.draining = true;
+  // Everything below is bounded by timeouts.shutdown (and a second of grace for the threads'
+  // last steps): in-flight requests, the API call being rendered, a notification being sent.
+  const auto deadline = std::chrono::steady_clock::now() + g.config().timeouts.shutdown;
   if (g.started.load()) {
     net::post(*g.accept_ioc, [&g] {
       beast::error_code ec;
@@ -1589,7 +1910,6 @@ void Gateway::Shutdown() {
     });
     for (auto& w : g.workers) w->Drain();
     // Let in-flight requests finish, up to the shutdown timeout.
-    const auto deadline = std::chrono::steady_clock::now() + g.config().timeouts.shutdown;
     while (g.counters.connections_active.load() > 0 &&
            std::chrono::steady_clock::now() < deadline) {
       for (auto& w : g.workers) w->Drain();
@@ -1603,15 +1923,32 @@ void Gateway::Shutdown() {
     for (auto& t : g.threads) t.join();
     g.threads.clear();
     g.loop->Stop();
-    // After the loop's last tick: what it enqueued is in the store; an attempt in flight
-    // finishes, the rest waits there for the next start.
+    // After the loop's last tick: what it enqueued is in the store; an attempt in flight is
+    // cut short and stays pending for the next start.
     if (g.delivery != nullptr) g.delivery->Stop();
     g.Log(left > 0 ? Cat("shut down; ", std::to_string(left),
                          " connection(s) cut off after timeouts.shutdown")
                    : std::string("shut down cleanly"));
   }
+  // The control thread finishes the API call it may be rendering. Nothing it runs can take long
+  // (selectors are RE2, reads are bounded), but should one ever not end, the process exits
+  // rather than hang: the call uses the gateway's state, which cannot be freed under it.
+  std::promise<void> idle;
+  std::future<void> idle_done = idle.get_future();
+  net::post(g.control, [&idle] { idle.set_value(); });
+  if (idle_done.wait_until(std::max(deadline, std::chrono::steady_clock::now() +
+                                                  std::chrono::seconds(1))) !=
+      std::future_status::ready) {
+    g.Log("shutdown: an API call is still running after timeouts.shutdown; exiting now");
+    std::_Exit(1);
+  }
   g.control.join();
-  if (g.otlp) g.otlp->Shutdown(std::chrono::seconds(5));
+  // Spans still queued get what is left of the time (at least a second to flush).
+  if (g.otlp) {
+    g.otlp->Shutdown(std::max(
+        std::chrono::duration_cast<Duration>(deadline - std::chrono::steady_clock::now()),
+        Duration(std::chrono::seconds(1))));
+  }
 }
 
 }  // namespace tailguard::server

@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <climits>
@@ -206,7 +207,7 @@ class Parser : public YamlWalker {
 
   void ParseLimits(const YamlItem& at, GatewayConfig::Limits& limits) {
     YamlMap m = Map(at, {"max_body_bytes", "max_header_bytes", "max_connections",
-                         "max_upstream_idle_per_host"});
+                         "max_connections_per_client", "max_upstream_idle_per_host"});
     if (const YamlItem* f = m.Get("max_body_bytes")) limits.max_body_bytes = Size(*f, 4 * GiB);
     if (const YamlItem* f = m.Get("max_header_bytes")) limits.max_header_bytes = Size(*f, MiB);
     if (const YamlItem* f = m.Get("max_connections")) {
@@ -215,13 +216,21 @@ class Parser : public YamlWalker {
     if (const YamlItem* f = m.Get("max_upstream_idle_per_host")) {
       limits.max_upstream_idle_per_host = Count(*f, 1 << 16);
     }
+    if (const YamlItem* f = m.Get("max_connections_per_client")) {
+      limits.max_connections_per_client =
+          Str(*f) == "0" ? 0 : Count(*f, limits.max_connections);
+    } else {
+      limits.max_connections_per_client =
+          std::min(limits.max_connections_per_client, limits.max_connections);
+    }
   }
 
   void ParseTimeouts(const YamlItem& at, GatewayConfig::Timeouts& t) {
-    YamlMap m = Map(at, {"connect", "request", "idle", "shutdown"});
+    YamlMap m = Map(at, {"connect", "request", "idle", "header", "shutdown"});
     if (const YamlItem* f = m.Get("connect")) t.connect = Positive(*f);
     if (const YamlItem* f = m.Get("request")) t.request = Positive(*f);
     if (const YamlItem* f = m.Get("idle")) t.idle = Positive(*f);
+    if (const YamlItem* f = m.Get("header")) t.header = Positive(*f);
     if (const YamlItem* f = m.Get("shutdown")) t.shutdown = Positive(*f);
   }
 
@@ -469,7 +478,8 @@ GatewayConfig Parser::Parse(const YAML::Node& root) {
   YamlMap top = Map(Root(root),
                     {"listen", "threads", "limits", "timeouts", "health", "tick", "rules_file",
                      "api_token", "api_token_file", "tracing", "store", "delivery", "external_url",
-                     "routes", "models", "model_threads", "feature_store", "dashboard"});
+                     "routes", "models", "model_threads", "feature_store", "dashboard",
+                     "allowed_hosts"});
   if (const YamlItem* f = top.Get("listen")) c.listen = Endpoint(*f, /*upstream=*/false);
   if (const YamlItem* f = top.Get("threads")) {
     c.threads = Int(*f, INT_MIN);
@@ -530,6 +540,23 @@ GatewayConfig Parser::Parse(const YAML::Node& root) {
       Fail(*f, Cat("must start with http:// or https://, got ", Quoted(c.external_url)));
     }
     while (c.external_url.ends_with('/')) c.external_url.pop_back();
+  }
+  if (const YamlItem* f = top.Get("allowed_hosts")) {
+    for (const YamlItem& e : List(*f, 256)) {
+      std::string host = Str(e);
+      for (char& ch : host) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      const bool name = !host.empty() && host.size() <= 253 &&
+                        std::all_of(host.begin(), host.end(), [](char ch) {
+                          return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+                                 ch == '-' || ch == '.' || ch == '_';
+                        });
+      if (!name) {
+        Fail(e, Cat("expected a host name like \"tailguard.internal\" (letters, digits, '-', "
+                    "'.', '_'; no port, no scheme), got ",
+                    Quoted(Str(e))));
+      }
+      c.allowed_hosts.push_back(std::move(host));
+    }
   }
   const YamlItem* routes = top.Get("routes");
   if (routes == nullptr) {

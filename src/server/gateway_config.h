@@ -97,8 +97,14 @@ struct GatewayConfig {
     // Largest request header block accepted; larger requests get 431. Default 16 KiB; at most
     // 1 MiB.
     size_t max_header_bytes = size_t{16} << 10;
-    // Open client connections; more are refused. Default 10000; at most 1048576.
+    // Open client connections. Past it, kAdminConnections more are accepted for /healthz,
+    // /readyz and /metrics only (others get 503); past those, a connection gets a 503 and is
+    // closed. Default 10000; at most 1048576.
     size_t max_connections = 10000;
+    // Open connections from one client address; more get a 503 and are closed, so one client
+    // (a slowloris) cannot hold every slot. 0 turns the limit off (behind a load balancer or a
+    // sidecar that is the only client, say). Default 1000; at most max_connections.
+    size_t max_connections_per_client = 1000;
     // Idle keep-alive connections kept per upstream endpoint. Default 64; at most 65536.
     size_t max_upstream_idle_per_host = 64;
   } limits;
@@ -108,6 +114,9 @@ struct GatewayConfig {
     Duration connect = std::chrono::seconds(1);    // connecting to an upstream
     Duration request = std::chrono::seconds(30);   // a whole upstream request (see RouteConfig)
     Duration idle = std::chrono::seconds(60);      // an idle client keep-alive connection
+    // A request's header, from its first byte (from the connection's start for the first
+    // request): a client that sends it slower is answered 408 and closed.
+    Duration header = std::chrono::seconds(10);
     Duration shutdown = std::chrono::seconds(10);  // draining in-flight requests on stop
   } timeouts;
 
@@ -161,6 +170,12 @@ struct GatewayConfig {
   // "https://tailguard.example.com". Default: http://<listen>.
   std::string external_url;
 
+  // Host names the API (/api/...) answers to, besides IP addresses, "localhost", this
+  // machine's host name and external_url's host: what a browser's Host header may say. A web
+  // page on another name (DNS rebinding) is refused. Requests with the API token are let through
+  // whatever their Host. Default: none. Names only ("tailguard.internal"), without a port.
+  std::vector<std::string> allowed_hosts;
+
   // At least one, at most kMaxRoutes.
   std::vector<RouteConfig> routes;
 
@@ -184,6 +199,9 @@ struct GatewayConfig {
 
 // What the parser accepts at most.
 inline constexpr size_t kMaxConfigBytes = size_t{4} << 20;
+// Connections past limits.max_connections kept for /healthz, /readyz and /metrics, so that a
+// gateway at its cap can still be checked and scraped.
+inline constexpr size_t kAdminConnections = 32;
 inline constexpr size_t kMaxRoutes = 1000;
 inline constexpr size_t kMaxUpstreamsPerRoute = 64;
 inline constexpr Duration kMaxHistoryRetention = std::chrono::hours(24 * 3650);

@@ -1,16 +1,17 @@
 // Protocol introspection for the gateway: Server-Timing, traceparent, KServe paths, request bodies
-// (streamed through nlohmann's SAX parser) and server-sent events.
+// (streamed through server/json_scan.h) and server-sent events.
 #include "server/protocol.h"
 
 #include <atomic>
 #include <charconv>
 #include <chrono>
+#include <cstring>
 #include <new>
-#include <nlohmann/json.hpp>
 #include <random>
 
 #include "absl/status/status.h"
 #include "common/strings.h"
+#include "server/json_scan.h"
 
 namespace tailguard::server {
 namespace {
@@ -201,8 +202,6 @@ std::optional<std::string> PathSegment(std::string_view s) {
 // ---------------------------------------------------------------------------------------------
 // Request bodies
 
-using Json = nlohmann::json;
-
 // A JSON value as the inspectors see it: a scalar, or the start of an object or array.
 struct JsonValue {
   enum class Type { kNull, kBool, kNegative, kUnsigned, kFloat, kString, kObject, kArray };
@@ -213,10 +212,10 @@ struct JsonValue {
   std::string_view string;
 };
 
-// An nlohmann SAX handler that knows where in the document it is, so that a subclass can give a
-// schema as roles: the role of the root, of an object's member by key, of an array's elements.
-// Values whose role is kIgnored are skipped with all they contain. Bounds the nesting depth; the
-// parser itself is iterative (a stack of booleans), so nothing recurses on hostile input.
+// A JSON handler (ScanJson(), server/json_scan.h) that knows where in the document it is, so
+// that a subclass can give a schema as roles: the role of the root, of an object's member by key,
+// of an array's elements. Values whose role is kIgnored are skipped with all they contain. Bounds
+// the nesting depth; the scanner is iterative, so nothing recurses on hostile input.
 class SchemaSax {
  public:
   static constexpr int kIgnored = 0;
@@ -226,22 +225,25 @@ class SchemaSax {
 
   // Parses `text` and returns the first error, if any.
   absl::Status Run(std::string_view text) {
-    // nlohmann takes a NUL byte between tokens for the end of the input; in JSON text it can
-    // only be an error (in strings it must be escaped).
+    // A NUL byte can only be an error in JSON text (in strings it must be escaped); say so
+    // plainly.
     if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
       return absl::InvalidArgumentError(Cat("malformed JSON at byte ", nul + 1, ": NUL byte"));
     }
+    JsonScanError error;
     try {
-      Json::sax_parse(text.begin(), text.end(), this);
+      if (ScanJson(text, *this, &error)) return absl::OkStatus();
     } catch (const std::bad_alloc&) {
       return absl::ResourceExhaustedError("request body too large to inspect");
-    } catch (const std::exception& e) {
-      return absl::InvalidArgumentError(Cat("malformed JSON: ", Printable(e.what())));
+    }
+    if (status_.ok() && error.what != nullptr) {
+      return absl::InvalidArgumentError(
+          Cat("malformed JSON at byte ", error.offset, ": ", error.what));
     }
     return status_;
   }
 
-  // The nlohmann SAX interface.
+  // The ScanJson() handler (server/json_scan.h).
   bool null() { return Visit(JsonValue{}); }
   bool boolean(bool b) {
     JsonValue v;
@@ -249,33 +251,32 @@ class SchemaSax {
     v.boolean = b;
     return Visit(v);
   }
-  bool number_integer(Json::number_integer_t n) {
+  bool number_integer(int64_t n) {
     JsonValue v;
     v.type = n < 0 ? JsonValue::Type::kNegative : JsonValue::Type::kUnsigned;
     v.negative = n;
     v.unsigned_ = n < 0 ? 0 : static_cast<uint64_t>(n);
     return Visit(v);
   }
-  bool number_unsigned(Json::number_unsigned_t n) {
+  bool number_unsigned(uint64_t n) {
     JsonValue v;
     v.type = JsonValue::Type::kUnsigned;
     v.unsigned_ = n;
     return Visit(v);
   }
-  bool number_float(Json::number_float_t, const Json::string_t&) {
+  bool number_float() {
     JsonValue v;
     v.type = JsonValue::Type::kFloat;
     return Visit(v);
   }
-  bool string(Json::string_t& s) {
+  bool string(std::string_view s) {
     JsonValue v;
     v.type = JsonValue::Type::kString;
     v.string = s;
     return Visit(v);
   }
-  bool binary(Json::binary_t&) { return Fail("holds binary data"); }  // not in JSON text
-  bool start_object(size_t) { return Open(JsonValue::Type::kObject); }
-  bool key(Json::string_t& k) {
+  bool start_object() { return Open(JsonValue::Type::kObject); }
+  bool key(std::string_view k) {
     Frame& f = stack_.back();
     f.child_role = f.role == kIgnored ? kIgnored : MemberRole(f.role, k);
     f.child_key.clear();
@@ -287,15 +288,8 @@ class SchemaSax {
     return true;
   }
   bool end_object() { return Close(); }
-  bool start_array(size_t) { return Open(JsonValue::Type::kArray); }
+  bool start_array() { return Open(JsonValue::Type::kArray); }
   bool end_array() { return Close(); }
-  bool parse_error(size_t position, const std::string&, const Json::exception& e) {
-    if (status_.ok()) {
-      status_ = absl::InvalidArgumentError(
-          Cat("malformed JSON at byte ", position, ": ", Printable(e.what())));
-    }
-    return false;
-  }
 
  protected:
   // The role of member `key` of an object with role `parent`; roles are 1..31.
@@ -323,25 +317,6 @@ class SchemaSax {
     std::string child_key;  // objects: the key of the current member, when it has a role
     uint32_t seen = 0;
   };
-
-  static std::string Printable(std::string_view message) {
-    // nlohmann's messages quote the offending input; keep them short and plain ASCII so they
-    // can go into logs and JSON error bodies. Drop "[json.exception.parse_error.101] " and
-    // "parse error at line 1, column 9: ": the caller gives the byte offset.
-    auto drop_through = [&message](std::string_view start, std::string_view end) {
-      const size_t at = message.find(end);
-      if (message.starts_with(start) && at != std::string_view::npos) {
-        message.remove_prefix(at + end.size());
-      }
-    };
-    drop_through("[json.", "] ");
-    drop_through("parse error", ": ");
-    std::string out;
-    for (char c : message.substr(0, 160)) {
-      out += (c >= 0x20 && c < 0x7f) ? c : '?';
-    }
-    return out;
-  }
 
   // The role of the value that starts now, counting it as an element of an array parent.
   int RoleOfNextValue() {
@@ -472,11 +447,19 @@ class KServeSax final : public SchemaSax {
   uint64_t total_ = 0;
 };
 
-// Unicode code points of valid UTF-8 (nlohmann has validated it): every byte that does not
+// Unicode code points of valid UTF-8 (the scanner has validated it): every byte that does not
 // continue a sequence.
 uint64_t CodePoints(std::string_view s) {
   uint64_t n = 0;
-  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  size_t i = 0;
+  // Eight bytes at a time: a continuation byte has its top bits 10.
+  constexpr uint64_t kHigh = 0x8080808080808080ull;
+  for (; i + 8 <= s.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    n += 8 - static_cast<uint64_t>(__builtin_popcountll(w & ~(w << 1) & kHigh));
+  }
+  for (; i < s.size(); ++i) n += (static_cast<unsigned char>(s[i]) & 0xC0) != 0x80;
   return n;
 }
 
@@ -643,6 +626,123 @@ std::optional<Stage> StageForServerTiming(std::string_view name) {
     if (a.name == lower) return a.stage;
   }
   return std::nullopt;
+}
+
+std::optional<std::string> RequestFramingProblem(unsigned version, size_t host_fields,
+                                                 std::string_view host, size_t coding_fields,
+                                                 std::string_view coding) {
+  if (version >= 11 && host_fields == 0) {
+    return "an HTTP/1.1 request needs a Host header (RFC 9112 3.2)";
+  }
+  if (host_fields > 1) return "the request has more than one Host header (RFC 9112 3.2)";
+  for (const char c : host) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    std::string_view("-._~!$&'()*+,;=%:[]").find(c) != std::string_view::npos;
+    if (!ok) return "the Host header is not a host and port (RFC 9112 3.2)";
+  }
+  if (coding_fields == 0) return std::nullopt;
+  if (version < 11) {
+    return "Transfer-Encoding in an HTTP/1.0 request, which cannot have one (RFC 9112 6.1); send "
+           "the body with Content-Length";
+  }
+  std::string_view v = coding;
+  while (!v.empty() && IsOws(v.front())) v.remove_prefix(1);
+  while (!v.empty() && IsOws(v.back())) v.remove_suffix(1);
+  bool chunked = v.size() == 7;
+  for (size_t i = 0; chunked && i < 7; ++i) chunked = AsciiLower(v[i]) == "chunked"[i];
+  if (coding_fields == 1 && chunked) return std::nullopt;
+  std::string shown(coding.substr(0, 64));
+  for (char& c : shown) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == '"' || c == '\\') c = '?';
+  }
+  return Cat("Transfer-Encoding \"", shown, coding.size() > 64 ? "...\"" : "\"",
+             coding_fields > 1 ? " (in more than one field)" : "",
+             ": only \"chunked\" alone is accepted (RFC 9112 6.3); send the body with "
+             "Content-Length or chunked");
+}
+
+namespace {
+
+// A path segment that is "." or ".." once %2E is read as '.': 1 or 2, else 0.
+int DotSegment(std::string_view seg) {
+  int dots = 0;
+  for (size_t i = 0; i < seg.size();) {
+    if (seg[i] == '.') {
+      ++i;
+    } else if (seg.size() - i >= 3 && seg[i] == '%' && seg[i + 1] == '2' &&
+               (seg[i + 2] == 'e' || seg[i + 2] == 'E')) {
+      i += 3;
+    } else {
+      return 0;
+    }
+    if (++dots > 2) return 0;
+  }
+  return dots;
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<std::string>> NormalizeTarget(std::string_view target) {
+  if (target.empty() || target.front() != '/') {
+    return absl::InvalidArgumentError(
+        Cat("the request target must be a path starting with '/' (origin form), got \"",
+            target.substr(0, 64), target.size() > 64 ? "...\"" : "\""));
+  }
+  if (target.size() > kMaxTargetBytes) {
+    return absl::InvalidArgumentError(
+        Cat("the request target is ", target.size(), " bytes; at most ", kMaxTargetBytes));
+  }
+  const size_t q = target.find('?');
+  const std::string_view path = target.substr(0, q);
+  // Whether anything needs doing: an empty, "." or ".." segment anywhere but the end's "/".
+  bool normal = true;
+  for (size_t at = 1; normal && at <= path.size();) {
+    const size_t slash = std::min(path.find('/', at), path.size());
+    const std::string_view seg = path.substr(at, slash - at);
+    if ((seg.empty() && slash < path.size()) || DotSegment(seg) != 0) normal = false;
+    at = slash + 1;
+  }
+  if (normal) return std::optional<std::string>();
+
+  std::vector<std::string_view> kept;
+  bool trailing_slash = false;
+  for (size_t at = 1; at <= path.size();) {
+    const size_t slash = std::min(path.find('/', at), path.size());
+    const std::string_view seg = path.substr(at, slash - at);
+    const bool last = slash == path.size();
+    const int dots = DotSegment(seg);
+    if (dots == 2) {
+      if (kept.empty()) {
+        return absl::InvalidArgumentError(
+            "the request path climbs above the root with \"..\"; paths are resolved before "
+            "routing (RFC 3986 5.2.4)");
+      }
+      kept.pop_back();
+    } else if (dots == 0 && !seg.empty()) {
+      kept.push_back(seg);
+    }
+    // "/a/", "/a/." and "/a/b/.." all name a directory: the result ends with '/'.
+    trailing_slash = last && (seg.empty() || dots != 0);
+    at = slash + 1;
+  }
+  std::string out;
+  out.reserve(target.size());
+  for (const std::string_view seg : kept) out.append("/").append(seg);
+  if (kept.empty() || trailing_slash) out.push_back('/');
+  if (q != std::string_view::npos) out.append(target.substr(q));
+  return std::optional<std::string>(std::move(out));
+}
+
+RequestLabelCheck CheckRequestLabel(std::string_view value) {
+  if (value.empty()) return RequestLabelCheck::kEmpty;
+  if (value.size() > kMaxRequestLabelBytes) return RequestLabelCheck::kTooLong;
+  for (const char c : value) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == ':' || c == '/' || c == '@' || c == '+' ||
+                    c == '-';
+    if (!ok) return RequestLabelCheck::kCharacters;
+  }
+  return RequestLabelCheck::kOk;
 }
 
 std::string SanitizeStageName(std::string_view name) {

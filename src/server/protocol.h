@@ -74,6 +74,48 @@ inline constexpr size_t kMaxStageNameLength = 32;
 std::string SanitizeStageName(std::string_view name);
 
 // ---------------------------------------------------------------------------------------------
+// Request framing and targets (RFC 9112)
+
+// Why a request's header cannot be passed on safely, as the message of a 400 (after which the
+// connection is closed); nullopt when it can. Checks, of a parsed header with `host_fields`
+// Host fields (the last one's value `host`) and `coding_fields` Transfer-Encoding fields (the
+// last one's value `coding`):
+// - an HTTP/1.1 request has exactly one Host, and its value has only the characters of a host
+//   and port (RFC 9112 3.2); an HTTP/1.0 one at most one;
+// - a Transfer-Encoding is exactly "chunked", in one field, on HTTP/1.1: any other coding, or
+//   chunked not last, leaves the body's end unknown to the gateway, and what follows could be
+//   read as a second request (request smuggling; RFC 9112 6.1 and 6.3).
+std::optional<std::string> RequestFramingProblem(unsigned version, size_t host_fields,
+                                                 std::string_view host, size_t coding_fields,
+                                                 std::string_view coding);
+
+// The longest request target NormalizeTarget() takes (the header limit bounds it anyway).
+inline constexpr size_t kMaxTargetBytes = 16 * 1024;
+
+// A request target (path and optional "?query") with its path normalised as nginx does before
+// routing: repeated slashes merged, "." and ".." segments resolved (also when written %2E), the
+// query kept as it is. nullopt when the target is already normal (the usual case: nothing is
+// allocated). InvalidArgument, with a message for a 400, for a target that does not start with
+// '/' (only origin-form is served), is over kMaxTargetBytes, or whose ".." would climb above the
+// root ("/../etc/passwd").
+absl::StatusOr<std::optional<std::string>> NormalizeTarget(std::string_view target);
+
+// The longest model name or version a request may give that becomes a label as it is.
+inline constexpr size_t kMaxRequestLabelBytes = 128;
+
+// Whether a value a request gives (a model name from a KServe path or an OpenAI body, a version
+// from a path) may become a label value as it is.
+enum class RequestLabelCheck : uint8_t {
+  kOk,          // 1 to kMaxRequestLabelBytes bytes of [A-Za-z0-9._:/@+-]
+  kEmpty,       // ""
+  kTooLong,     // over kMaxRequestLabelBytes
+  kCharacters,  // any other byte: spaces, quotes, control characters, non-ASCII
+};
+// Model names in the wild fit the set: "resnet50", "bert-base-uncased@2",
+// "meta-llama/Llama-3.1-8B-Instruct", "gpt-4o:2024-05-13". Does not allocate.
+RequestLabelCheck CheckRequestLabel(std::string_view value);
+
+// ---------------------------------------------------------------------------------------------
 // W3C Trace Context, level 1 (https://www.w3.org/TR/trace-context/)
 
 struct TraceContext {

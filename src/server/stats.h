@@ -3,6 +3,7 @@
 #ifndef TAILGUARD_SERVER_STATS_H_
 #define TAILGUARD_SERVER_STATS_H_
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -39,8 +40,9 @@ struct RouteCounters {
 };
 
 // Why the upstream exchange failed.
-enum class UpstreamError : uint8_t { kConnect, kTimeout, kReset, kProtocol };
-inline constexpr int kUpstreamErrorKinds = 4;
+// kDown: not tried, every upstream of the route was down and none due for a probe.
+enum class UpstreamError : uint8_t { kConnect, kTimeout, kReset, kProtocol, kDown };
+inline constexpr int kUpstreamErrorKinds = 4;  // the kinds counted per upstream (not kDown)
 inline const char* UpstreamErrorName(UpstreamError e) {
   switch (e) {
     case UpstreamError::kConnect:
@@ -51,6 +53,8 @@ inline const char* UpstreamErrorName(UpstreamError e) {
       return "reset";
     case UpstreamError::kProtocol:
       return "protocol";
+    case UpstreamError::kDown:
+      return "down";
   }
   return "unknown";
 }
@@ -72,13 +76,44 @@ struct UpstreamState {
   std::array<std::atomic<uint64_t>, kUpstreamErrorKinds> errors{};
   std::atomic<uint32_t> consecutive_fails{0};
   std::atomic<int64_t> down_until_ns{0};  // monotonic; 0 when up
+  // While every upstream of a route is down: the earliest time (monotonic) the next probe may
+  // go. Relaxed, like the fields above: a hint shared by workers, exchanged with a CAS so that
+  // one request, not one per worker, probes at a time.
+  std::atomic<int64_t> next_probe_ns{0};
+  std::atomic<uint64_t> probes_skipped{0};  // requests answered 502 at once, no connect tried
+
+  // The first wait between probes of a down upstream; it doubles with every failed probe, up to
+  // fail_timeout. 100 ms: a restart that takes a moment is noticed at once, and a dead upstream
+  // costs 10 connects a second at first and one a fail_timeout soon after.
+  static constexpr Duration kFirstProbeInterval = std::chrono::milliseconds(100);
 
   bool Available(MonoTime now) const {
     return down_until_ns.load(std::memory_order_relaxed) <= now.time_since_epoch().count();
   }
+  // Whether a request may try this upstream although it is down: true for one caller per probe
+  // interval.
+  bool TryProbe(MonoTime now) {
+    const int64_t t = now.time_since_epoch().count();
+    int64_t next = next_probe_ns.load(std::memory_order_relaxed);
+    if (t < next) return false;
+    const uint32_t fails = consecutive_fails.load(std::memory_order_relaxed);
+    const uint32_t failed_probes =
+        fails > static_cast<uint32_t>(max_fails) ? fails - static_cast<uint32_t>(max_fails) : 0;
+    const Duration interval =
+        std::min(fail_timeout, kFirstProbeInterval * (int64_t{1} << std::min(failed_probes, 20u)));
+    return next_probe_ns.compare_exchange_strong(next, t + interval.count(),
+                                                 std::memory_order_relaxed);
+  }
+  // When the next probe may go, for the message of a request refused without one.
+  Duration UntilNextProbe(MonoTime now) const {
+    return std::max(Duration::zero(),
+                    Duration(next_probe_ns.load(std::memory_order_relaxed) -
+                             now.time_since_epoch().count()));
+  }
   void Success() {
     consecutive_fails.store(0, std::memory_order_relaxed);
     down_until_ns.store(0, std::memory_order_relaxed);
+    next_probe_ns.store(0, std::memory_order_relaxed);
   }
   void Failure(UpstreamError e, MonoTime now) {
     Add(errors[static_cast<size_t>(e)]);
@@ -93,7 +128,10 @@ struct UpstreamState {
 // Gateway-wide counters.
 struct GatewayCounters {
   std::atomic<uint64_t> connections_accepted{0};
-  std::atomic<uint64_t> connections_rejected{0};  // over limits.max_connections
+  // Connections refused with a 503: past limits.max_connections and the admin reserve, or
+  // past limits.max_connections_per_client.
+  std::atomic<uint64_t> connections_rejected{0};
+  std::atomic<uint64_t> connections_rejected_per_client{0};
   std::atomic<int64_t> connections_active{0};
   std::atomic<int64_t> in_flight{0};
   // Requests answered by the gateway itself with an error before reaching a route, by reason.
@@ -101,8 +139,18 @@ struct GatewayCounters {
   std::atomic<uint64_t> not_found{0};             // 404: no route
   std::atomic<uint64_t> too_large{0};             // 413: body over limits.max_body_bytes
   std::atomic<uint64_t> header_too_large{0};      // 431: header over limits.max_header_bytes
+  std::atomic<uint64_t> header_timeouts{0};       // 408: header slower than timeouts.header
+  std::atomic<uint64_t> admin_only_refused{0};    // 503: a route asked for past max_connections
+  // Upstream connections: idle ones found closed before a non-idempotent request was put on
+  // them, and connects that reached the gateway's own socket (refused).
+  std::atomic<uint64_t> stale_connections_dropped{0};
+  std::atomic<uint64_t> self_connections{0};
   std::atomic<uint64_t> stage_series_dropped{0};  // Server-Timing names over the per-route cap
   std::atomic<uint64_t> label_overflow{0};        // (model, version) pairs over the per-route cap
+  // Model names and versions from requests recorded as "other" instead: longer than
+  // kMaxRequestLabelBytes, or with characters outside CheckRequestLabel()'s set.
+  std::atomic<uint64_t> label_too_long{0};
+  std::atomic<uint64_t> label_characters{0};
 };
 
 // Route counters by RequestMetrics; entries are created once and never removed, so a pointer

@@ -40,6 +40,8 @@ using json = nlohmann::json;
 using Request = http::request<http::string_body>;
 
 constexpr std::size_t kMaxRecorded = 10000;
+// --max-recorded-body: a longer body is recorded by its size only ("body_bytes").
+std::size_t g_max_recorded_body = SIZE_MAX;
 constexpr std::uint64_t kMaxRequestBodyBytes = 64 << 20;
 constexpr std::uint32_t kMaxHeaderBytes = 64 << 10;
 constexpr std::int64_t kMaxResponseBodyBytes = std::int64_t{1} << 30;
@@ -107,7 +109,11 @@ class Recorder {
                   {"version", req.version() == 10 ? "HTTP/1.0" : "HTTP/1.1"},
                   {"connection", connection},
                   {"headers", std::move(headers)}};
-    PutBody(entry, req.body());
+    if (req.body().size() > g_max_recorded_body) {
+      entry["body_bytes"] = req.body().size();
+    } else {
+      PutBody(entry, req.body());
+    }
     std::lock_guard lock(mu_);
     entries_.push_back(std::move(entry));
     if (entries_.size() > kMaxRecorded) entries_.pop_front();
@@ -655,6 +661,8 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "I/O threads")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
+  app.add_option("--max-recorded-body", g_max_recorded_body,
+                 "record longer request bodies by their size only (body_bytes)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -378,25 +378,25 @@ TEST(GatewayConfigTest, ErrorsNameFileLineAndField) {
   EXPECT_EQ(ErrorOf("- a\n- b\n"),
             "gateway.yaml:1: expected a map with fields listen, threads, limits, timeouts, "
             "health, tick, rules_file, api_token, api_token_file, tracing, store, delivery, "
-            "external_url, routes, models, model_threads, feature_store, dashboard");
+            "external_url, routes, models, model_threads, feature_store, dashboard, allowed_hosts");
   // Unknown fields, with a suggestion when one is close.
   EXPECT_EQ(ErrorOf(Minimal("listn: \"127.0.0.1:80\"\n")),
             "gateway.yaml:1: listn: unknown field; did you mean \"listen\"? (expected one of: "
             "listen, threads, limits, timeouts, health, tick, rules_file, api_token, "
             "api_token_file, tracing, store, delivery, external_url, routes, models, "
-            "model_threads, feature_store, dashboard)");
+            "model_threads, feature_store, dashboard, allowed_hosts)");
   EXPECT_EQ(
       ErrorOf("routes:\n  - prefix: /\n    upstream: \"a:1\"\n    timeout: 1s\n"),
       "gateway.yaml:4: routes[0].timeout: unknown field (expected one of: name, prefix, "
       "protocol, upstream, upstreams, backend, model, version, request_timeout, rewrite_prefix)");
   EXPECT_EQ(ErrorOf(Minimal("timeouts:\n  conect: 1s\n")),
             "gateway.yaml:2: timeouts.conect: unknown field; did you mean \"connect\"? (expected "
-            "one of: connect, request, idle, shutdown)");
+            "one of: connect, request, idle, header, shutdown)");
   EXPECT_EQ(ErrorOf(Minimal("api-token: x\n")),
             "gateway.yaml:1: api-token: unknown field; did you mean \"api_token\"? (expected one "
             "of: listen, threads, limits, timeouts, health, tick, rules_file, api_token, "
             "api_token_file, tracing, store, delivery, external_url, routes, models, "
-            "model_threads, feature_store, dashboard)");
+            "model_threads, feature_store, dashboard, allowed_hosts)");
   EXPECT_EQ(ErrorOf(Minimal("tick: 1s\ntick: 2s\n")), "gateway.yaml:2: tick: appears twice");
 
   // listen and upstreams.
@@ -542,7 +542,7 @@ TEST(GatewayConfigTest, ErrorsNameFileLineAndField) {
             "got \"2m\"");
   EXPECT_EQ(ErrorOf(Minimal("limits: 5\n")),
             "gateway.yaml:1: limits: expected a map with fields max_body_bytes, max_header_bytes, "
-            "max_connections, max_upstream_idle_per_host");
+            "max_connections, max_connections_per_client, max_upstream_idle_per_host");
 
   // Files and the token; the token itself is never shown.
   EXPECT_EQ(ErrorOf(Minimal("rules_file: \"\"\n")),
@@ -686,6 +686,30 @@ TEST(GatewayConfigTest, StoreHistoryRetention) {
   EXPECT_THAT(ErrorOf(Minimal("store:\n  history_retension: 8d\n")),
               StartsWith("gateway.yaml:2: store.history_retension: unknown field; did you mean "
                          "\"history_retention\"?"));
+}
+
+TEST(GatewayConfigTest, HostileClientLimits) {
+  absl::StatusOr<GatewayConfig> c = ParseGatewayConfig(Minimal());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->limits.max_connections_per_client, 1000u);
+  EXPECT_EQ(c->timeouts.header, seconds(10));
+  EXPECT_TRUE(c->allowed_hosts.empty());
+  // The per-client limit follows a smaller total, and 0 turns it off.
+  c = ParseGatewayConfig(Minimal("limits:\n  max_connections: 100\n"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->limits.max_connections_per_client, 100u);
+  c = ParseGatewayConfig(Minimal(
+      "limits:\n  max_connections_per_client: 0\ntimeouts:\n  header: 2s\n"
+      "allowed_hosts: [Tailguard.Internal, gw-1]\n"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->limits.max_connections_per_client, 0u);
+  EXPECT_EQ(c->timeouts.header, seconds(2));
+  EXPECT_THAT(c->allowed_hosts, ElementsAre("tailguard.internal", "gw-1"));
+  EXPECT_EQ(ErrorOf(Minimal("limits:\n  max_connections: 10\n  max_connections_per_client: 11\n")),
+            "gateway.yaml:3: limits.max_connections_per_client: must be from 1 to 10, got \"11\"");
+  EXPECT_EQ(ErrorOf(Minimal("allowed_hosts: [\"http://x:80\"]\n")),
+            "gateway.yaml:1: allowed_hosts[0]: expected a host name like \"tailguard.internal\" "
+            "(letters, digits, '-', '.', '_'; no port, no scheme), got \"http://x:80\"");
 }
 
 TEST(GatewayConfigTest, DashboardCanBeTurnedOff) {

@@ -778,5 +778,92 @@ TEST(SseScannerTest, MemoryStaysConstantForHugeEvents) {
   EXPECT_EQ(s.Feed("\n\n"), 0u);
 }
 
+TEST(NormalizeTargetTest, LeavesNormalTargetsAlone) {
+  for (const char* t : {"/", "/a", "/a/", "/v2/models/risk/infer?x=/../y", "/a/.b/..c/...", "/%2F",
+                        "/a%2e"}) {
+    absl::StatusOr<std::optional<std::string>> n = NormalizeTarget(t);
+    ASSERT_TRUE(n.ok()) << t;
+    EXPECT_FALSE(n->has_value()) << t << " -> " << n->value_or("");
+  }
+}
+
+TEST(NormalizeTargetTest, MergesSlashesAndResolvesDotSegments) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"//", "/"},
+      {"/a//b", "/a/b"},
+      {"/a/./b", "/a/b"},
+      {"/a/b/../c", "/a/c"},
+      {"/a/b/..", "/a/"},
+      {"/a/.", "/a/"},
+      {"/a/b/../../", "/"},
+      {"/a/%2e/b/%2E%2e/c", "/a/c"},
+      {"/fraud//etc/passwd?q=//x", "/fraud/etc/passwd?q=//x"},
+      {"/./", "/"},
+  };
+  for (const auto& [in, out] : cases) {
+    absl::StatusOr<std::optional<std::string>> n = NormalizeTarget(in);
+    ASSERT_TRUE(n.ok()) << in << ": " << n.status();
+    ASSERT_TRUE(n->has_value()) << in;
+    EXPECT_EQ(**n, out) << in;
+    // Normalising twice changes nothing more.
+    EXPECT_FALSE(NormalizeTarget(**n)->has_value()) << out;
+  }
+}
+
+TEST(NormalizeTargetTest, RefusesClimbingAboveTheRootAndOtherForms) {
+  for (const char* t : {"/..", "/../etc/passwd", "/a/../../b", "/fraud/%2e%2e/%2E%2E/x"}) {
+    absl::StatusOr<std::optional<std::string>> n = NormalizeTarget(t);
+    ASSERT_FALSE(n.ok()) << t;
+    EXPECT_THAT(n.status().message(), HasSubstr("above the root")) << t;
+  }
+  for (const char* t : {"", "*", "http://host/x", "x/y"}) {
+    EXPECT_THAT(NormalizeTarget(t).status().message(), HasSubstr("starting with '/'")) << t;
+  }
+  EXPECT_FALSE(NormalizeTarget("/" + std::string(kMaxTargetBytes, 'a')).ok());
+}
+
+TEST(RequestFramingProblemTest, HostAndTransferEncoding) {
+  EXPECT_EQ(RequestFramingProblem(11, 1, "gateway:80", 0, ""), std::nullopt);
+  EXPECT_EQ(RequestFramingProblem(10, 0, "", 0, ""), std::nullopt);
+  EXPECT_EQ(RequestFramingProblem(11, 1, "", 0, ""), std::nullopt);  // empty is allowed
+  EXPECT_EQ(RequestFramingProblem(11, 1, "[::1]:8080", 0, ""), std::nullopt);
+  EXPECT_THAT(RequestFramingProblem(11, 0, "", 0, "").value_or(""), HasSubstr("needs a Host"));
+  EXPECT_THAT(RequestFramingProblem(11, 2, "a", 0, "").value_or(""), HasSubstr("more than one"));
+  EXPECT_TRUE(RequestFramingProblem(11, 1, "a b", 0, "").has_value());
+  EXPECT_TRUE(RequestFramingProblem(11, 1, "a/b", 0, "").has_value());
+  EXPECT_TRUE(RequestFramingProblem(11, 1, "user@a", 0, "").has_value());
+
+  for (const char* ok : {"chunked", "Chunked", " chunked\t"}) {
+    EXPECT_EQ(RequestFramingProblem(11, 1, "a", 1, ok), std::nullopt) << ok;
+  }
+  for (const char* bad : {"chunked, identity", "gzip", "identity", "gzip, chunked", "chunkedx",
+                          "", "chunked;q=1"}) {
+    const std::optional<std::string> p = RequestFramingProblem(11, 1, "a", 1, bad);
+    ASSERT_TRUE(p.has_value()) << bad;
+    EXPECT_THAT(*p, HasSubstr("only \"chunked\" alone")) << bad;
+  }
+  EXPECT_TRUE(RequestFramingProblem(11, 1, "a", 2, "chunked").has_value());
+  EXPECT_THAT(RequestFramingProblem(10, 0, "", 1, "chunked").value_or(""), HasSubstr("HTTP/1.0"));
+  // What it quotes is cut short and has no control characters.
+  const std::optional<std::string> long_one =
+      RequestFramingProblem(11, 1, "a", 1, std::string(500, 'x') + "\r");
+  ASSERT_TRUE(long_one.has_value());
+  EXPECT_LT(long_one->size(), 300u);
+}
+
+TEST(CheckRequestLabelTest, AllowsModelIdsAndRefusesTheRest) {
+  for (const char* ok : {"resnet50", "bert-base-uncased@2", "meta-llama/Llama-3.1-8B-Instruct",
+                         "gpt-4o:2024-05-13", "a+b_c.d"}) {
+    EXPECT_EQ(CheckRequestLabel(ok), RequestLabelCheck::kOk) << ok;
+  }
+  EXPECT_EQ(CheckRequestLabel(""), RequestLabelCheck::kEmpty);
+  EXPECT_EQ(CheckRequestLabel(std::string(kMaxRequestLabelBytes, 'a')), RequestLabelCheck::kOk);
+  EXPECT_EQ(CheckRequestLabel(std::string(kMaxRequestLabelBytes + 1, 'a')),
+            RequestLabelCheck::kTooLong);
+  for (const char* bad : {"a b", "a\"b", "a\\b", "a\nb", "caf\xc3\xa9", "{x}", "a,b"}) {
+    EXPECT_EQ(CheckRequestLabel(bad), RequestLabelCheck::kCharacters) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace tailguard::server

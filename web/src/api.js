@@ -1,6 +1,8 @@
-// The JSON API client. Reads need no token; mutating calls (POST, DELETE) send
-// `Authorization: Bearer <token>` when one is stored, and on a 401 ask the user for the token
-// (through the prompt installed with setTokenPrompt), keep it in localStorage and retry once.
+// The JSON API client. Every call sends `Authorization: Bearer <token>` when one is stored (reads
+// need it only on a gateway reached by a name it does not know: allowed_hosts); mutating calls
+// (POST, DELETE) need it, and on a 401 ask the user for the token (through the prompt installed
+// with setTokenPrompt), keep it in localStorage and retry once. A gateway without a token
+// configured refuses them with 403 api_token_not_set, whose message says how to set one.
 
 const TOKEN_KEY = 'tailguard.apiToken';
 let tokenPrompt = async () => null;
@@ -89,7 +91,7 @@ async function request(method, path, { params, body, token, timeoutMs = 15000 } 
 }
 
 export function get(path, params, opts) {
-  return request('GET', path, { ...opts, params });
+  return request('GET', path, { token: storedToken(), ...opts, params });
 }
 
 // A mutating call. Asks for the API token on a 401 and retries once with it.

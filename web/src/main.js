@@ -236,6 +236,17 @@ export function updateTokenButton() {
   b.title = has ? 'An API token is stored in this browser' : 'No API token stored: acknowledging and silencing will ask for it';
 }
 
+// A link that carries the API token in its fragment (tailguard demo prints one:
+// http://127.0.0.1:8080/#token=...) stores it in this browser and leaves the address bar
+// without it. The fragment never reaches the server or its logs.
+function takeTokenFromLink() {
+  const m = /(?:^#|&)token=([^&]*)/.exec(location.hash);
+  if (!m) return;
+  storeToken(decodeURIComponent(m[1]));
+  history.replaceState(null, '', location.pathname + location.search);
+}
+takeTokenFromLink();
+
 setTokenPrompt(async (message) => {
   const t = await askToken(message);
   updateTokenButton();
