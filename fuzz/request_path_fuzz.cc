@@ -2,8 +2,9 @@
 // parser on the bytes, then RequestFramingProblem() on the header's Host and Transfer-Encoding
 // fields, NormalizeTarget() on the target, MatchRoute() and RewritePath() on the result, and
 // the labels a KServe path gives. Nothing crashes or throws, and:
-// - a normalised target starts with '/', has no empty, "." or ".." segment in its path, keeps the
-//   query as it was, and normalises to itself;
+// - a normalised target starts with '/', has no empty, "." or ".." segment (nor one with a
+//   ";parameter") and no backslash in its path, keeps the query as it was, and normalises to
+//   itself;
 // - a route's rewritten target starts with '/';
 // - a label the checks accept is 1 to kMaxRequestLabelBytes bytes.
 #include <cstdint>
@@ -39,11 +40,13 @@ const GatewayConfig& Config() {
 void CheckNormal(std::string_view target) {
   if (target.empty() || target.front() != '/') std::abort();
   const std::string_view path = target.substr(0, target.find('?'));
+  if (path.find('\\') != std::string_view::npos) std::abort();
   for (size_t at = 1; at < path.size();) {
     const size_t slash = std::min(path.find('/', at), path.size());
     const std::string_view seg = path.substr(at, slash - at);
     if (seg.empty() && slash < path.size()) std::abort();
-    if (seg == "." || seg == "..") std::abort();
+    const std::string_view bare = seg.substr(0, seg.find(';'));
+    if (bare == "." || bare == "..") std::abort();
     at = slash + 1;
   }
   absl::StatusOr<std::optional<std::string>> again = NormalizeTarget(target);
@@ -60,6 +63,9 @@ void Route(std::string_view target) {
   CheckNormal(t);
   const size_t q = target.find('?');
   if (q != std::string_view::npos && t.substr(t.find('?')) != target.substr(q)) std::abort();
+  if (target.starts_with('/') && q == std::string_view::npos && t.find('?') != std::string::npos) {
+    std::abort();  // a query out of nowhere
+  }
   const std::string_view path = std::string_view(t).substr(0, t.find('?'));
   if (const RouteConfig* route = MatchRoute(Config(), path)) {
     const std::string rewritten = RewritePath(*route, t);

@@ -242,6 +242,11 @@ class Registry {
   const RegistryOptions& options() const { return options_; }
 
  private:
+  // InvalidArgument (and counted) for a label value over max_label_value_bytes.
+  absl::Status CheckValues(std::string_view name, const Labels& labels);
+  // The series under `key`, made from `name` and `labels` when absent. REQUIRES: mu_ held.
+  Series* InsertLocked(std::string_view name, Labels labels, const std::string& key);
+
   const Clock& clock_;
   const RegistryOptions options_;
   const Duration wall_minus_mono_;

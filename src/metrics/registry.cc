@@ -209,7 +209,7 @@ WallTime Registry::Now() const {
 
 Registry::~Registry() = default;
 
-absl::StatusOr<Series*> Registry::GetOrCreate(std::string_view name, Labels labels) {
+absl::Status Registry::CheckValues(std::string_view name, const Labels& labels) {
   for (const auto& [k, v] : labels) {
     if (v.size() > options_.max_label_value_bytes) {
       refused_.fetch_add(1, std::memory_order_relaxed);
@@ -219,6 +219,19 @@ absl::StatusOr<Series*> Registry::GetOrCreate(std::string_view name, Labels labe
               " (RegistryOptions::max_label_value_bytes)"));
     }
   }
+  return absl::OkStatus();
+}
+
+Series* Registry::InsertLocked(std::string_view name, Labels labels, const std::string& key) {
+  auto [it, inserted] = series_.try_emplace(key);
+  if (inserted) {
+    it->second = std::make_unique<Series>(std::string(name), std::move(labels), key, options_.windows);
+  }
+  return it->second.get();
+}
+
+absl::StatusOr<Series*> Registry::GetOrCreate(std::string_view name, Labels labels) {
+  if (absl::Status s = CheckValues(name, labels); !s.ok()) return s;
   absl::StatusOr<std::string> key = CanonicalKey(name, labels);
   if (!key.ok()) return key.status();
   std::lock_guard<std::mutex> lock(mu_);
@@ -228,12 +241,7 @@ absl::StatusOr<Series*> Registry::GetOrCreate(std::string_view name, Labels labe
         Cat("metric ", name, ": the registry holds ", series_.size(),
             " series, its limit (RegistryOptions::max_series); new series are refused"));
   }
-  auto [it, inserted] = series_.try_emplace(*key);
-  if (inserted) {
-    it->second =
-        std::make_unique<Series>(std::string(name), std::move(labels), *key, options_.windows);
-  }
-  return it->second.get();
+  return InsertLocked(name, std::move(labels), *key);
 }
 
 Series* Registry::Find(std::string_view name, Labels labels) const {
@@ -259,26 +267,19 @@ absl::StatusOr<RequestMetrics*> Registry::Requests(const RouteLabels& route) {
       }
     }
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    // All the stages or none: a half-made set of series would only take room.
-    if (series_.size() + kStageCount > options_.max_series) {
-      refused_.fetch_add(1, std::memory_order_relaxed);
-      return absl::ResourceExhaustedError(
-          Cat("request metrics for model=\"", route.model, "\": the registry holds ",
-              series_.size(), " series, near its limit of ", options_.max_series,
-              " (RegistryOptions::max_series); new series are refused"));
-    }
-  }
-  std::array<Series*, kStageCount> stages{};
+  // The stages' labels and keys first, then every series under one lock: all of them or none
+  // (a half-made set would only take room), whatever other threads do meanwhile.
+  std::array<Labels, kStageCount> labels;
+  std::array<std::string, kStageCount> keys;
   for (int i = 0; i < kStageCount; ++i) {
-    absl::StatusOr<Series*> s = GetOrCreate(
-        kRequestDurationMetric, {{"model", route.model},
-                                 {"version", route.version},
-                                 {"route", route.route},
-                                 {"stage", std::string(StageName(static_cast<Stage>(i)))}});
-    if (!s.ok()) return s.status();
-    stages[static_cast<size_t>(i)] = *s;
+    labels[i] = {{"model", route.model},
+                 {"version", route.version},
+                 {"route", route.route},
+                 {"stage", std::string(StageName(static_cast<Stage>(i)))}};
+    if (absl::Status s = CheckValues(kRequestDurationMetric, labels[i]); !s.ok()) return s;
+    absl::StatusOr<std::string> key = CanonicalKey(kRequestDurationMetric, labels[i]);
+    if (!key.ok()) return key.status();
+    keys[i] = *std::move(key);
   }
   std::lock_guard<std::mutex> lock(mu_);
   // Another thread may have created it meanwhile; the series are shared either way.
@@ -287,6 +288,20 @@ absl::StatusOr<RequestMetrics*> Registry::Requests(const RouteLabels& route) {
     if (l.model == route.model && l.version == route.version && l.route == route.route) {
       return r.get();
     }
+  }
+  size_t missing = 0;
+  for (const std::string& k : keys) missing += series_.contains(k) ? 0 : 1;
+  if (series_.size() + missing > options_.max_series) {
+    refused_.fetch_add(1, std::memory_order_relaxed);
+    return absl::ResourceExhaustedError(
+        Cat("request metrics for model=\"", route.model, "\": the registry holds ",
+            series_.size(), " series, near its limit of ", options_.max_series,
+            " (RegistryOptions::max_series); new series are refused"));
+  }
+  std::array<Series*, kStageCount> stages{};
+  for (int i = 0; i < kStageCount; ++i) {
+    stages[static_cast<size_t>(i)] =
+        InsertLocked(kRequestDurationMetric, std::move(labels[i]), keys[i]);
   }
   requests_.push_back(std::make_unique<RequestMetrics>(route, stages, clock_, options_.sampler));
   return requests_.back().get();

@@ -294,14 +294,28 @@ std::string HostOfHeader(std::string_view host) {
 }
 
 bool Api::HasToken(const ApiRequest& request) const {
-  return !s_.api_token.empty() && request.authorization == Cat("Bearer ", s_.api_token);
+  if (s_.api_token.empty()) return false;
+  // "Bearer <token>", the scheme in any case (RFC 9110 11.1), compared in constant time so
+  // that the answer's timing tells nothing of the token.
+  std::string_view a = request.authorization;
+  constexpr std::string_view kScheme = "bearer ";
+  if (a.size() < kScheme.size() || !EqualsIgnoreCase(a.substr(0, kScheme.size()), kScheme)) {
+    return false;
+  }
+  a.remove_prefix(kScheme.size());
+  const std::string_view token = s_.api_token;
+  unsigned char diff = a.size() == token.size() ? 0 : 1;
+  for (size_t i = 0; i < token.size(); ++i) {
+    diff |= static_cast<unsigned char>(token[i] ^ (i < a.size() ? a[i] : 0));
+  }
+  return diff == 0;
 }
 
 bool Api::HostAllowed(std::string_view header) const {
   if (header.empty()) return true;  // HTTP/1.0 without Host: no browser sends that
   const std::string host = HostOfHeader(header);
   // An address typed into the browser is this gateway's (a rebinding needs a name).
-  if (host.find(':') != std::string::npos) return true;  // IPv6
+  if (header.starts_with('[')) return true;  // IPv6, which a Host header writes in brackets
   if (!host.empty() && std::all_of(host.begin(), host.end(), [](char c) {
         return (c >= '0' && c <= '9') || c == '.';
       })) {

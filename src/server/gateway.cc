@@ -69,10 +69,10 @@ constexpr int kMaxInterimAnswers = 16;
 
 // Beast reads a body into the buffer as far as the buffer's spare capacity goes (512 bytes at
 // least): a megabyte into a buffer sized for headers took hundreds of reads and resumptions
-// (about 5 ms of a worker). A body with a known length above a few kilobytes gets room for it
-// first, up to 1 MiB (Beast reads at most 64 KiB at a time anyway).
-constexpr size_t kBodyReadReserve = 1 << 20;
-constexpr size_t kBufferKeep = 64 * 1024;  // what an idle connection keeps of a larger buffer
+// (about 5 ms of a worker). A body with a known length above a few kilobytes gets room for one
+// read of 64 KiB, the most Beast reads at a time (the body itself goes into its own string).
+constexpr size_t kBodyReadReserve = 64 * 1024;
+constexpr size_t kBufferKeep = 96 * 1024;  // what an idle connection keeps of a larger buffer
 // Request bodies past this size yield the worker between the steps that take their time.
 constexpr size_t kYieldBodyBytes = 256 * 1024;
 
@@ -306,6 +306,12 @@ struct Gateway::Impl {
 
   std::mutex labels_mu;  // RouteRuntime::label_sets and stage_names
 
+  // Connections open per client address, for limits.max_connections_per_client. A map
+  // touched twice per connection, never per request. Before the workers, whose sessions leave
+  // it as their frames are destroyed.
+  std::mutex clients_mu;
+  absl::flat_hash_map<std::string, uint32_t> clients ABSL_GUARDED_BY(clients_mu);
+
   std::vector<std::unique_ptr<Worker>> workers;
   std::vector<std::thread> threads;
   net::thread_pool control{1};
@@ -349,11 +355,6 @@ struct Gateway::Impl {
   // limits, and says what it may do. Every call but a refusal is paired with Leave(peer).
   Admission Admit(const std::string& peer);
   void Leave(const std::string& peer);
-
-  // Connections open per client address, for limits.max_connections_per_client. A map
-  // touched twice per connection, never per request.
-  std::mutex clients_mu;
-  absl::flat_hash_map<std::string, uint32_t> clients ABSL_GUARDED_BY(clients_mu);
 };
 
 namespace {
@@ -434,6 +435,8 @@ class Worker {
   }
 
   awaitable<void> Session(Socket socket);
+  // A connection refused at accept: a 503 that says why (`message`), a short lingering close.
+  awaitable<void> RefuseConnection(Socket socket, std::string message);
 
  private:
   // `admin_only`: the connection is past limits.max_connections, and only IsAdminOnlyPath()
@@ -485,9 +488,11 @@ class Worker {
               const std::array<uint8_t, 8>& parent);
 
   Gateway::Impl& g_;
+  // Before ioc_: a session's frame, destroyed with ioc_ when the gateway stops, takes its entry
+  // out of this list as it goes (Session's guard).
+  std::list<SessionEntry> sessions_;
   net::io_context ioc_;
   net::executor_work_guard<net::io_context::executor_type> work_;
-  std::list<SessionEntry> sessions_;
   std::vector<size_t> rr_;                                        // round-robin position per route
   std::vector<std::vector<std::unique_ptr<UpstreamConn>>> idle_;  // per upstream
   // Per route, the (model, version) label sets seen by this worker, so the registry's lock is
@@ -506,7 +511,31 @@ class Worker {
 
 // A connection refused at accept: a 503 that says why, sent as far as the socket takes it at
 // once (the connection is not read, and never waited on), then closed.
-void RefuseConnection(Socket& socket, std::string_view message) {
+// How long a refused connection is kept after its 503, reading (and dropping) what the client
+// sends, before it is closed: closing a socket with unread bytes sends a reset, and the client
+// then often sees "connection reset" instead of the 503. Short, as such connections count
+// against no limit.
+constexpr auto kLingerOnRefusal = std::chrono::milliseconds(200);
+// Deadlines of a connection past limits.max_connections (health checks and scrapes, which send
+// their request at once): a slow client may not sit on the reserve for timeouts.header.
+constexpr auto kAdminOnlyDeadline = std::chrono::seconds(1);
+
+// Reads and drops what the socket holds now, without waiting.
+void DrainReceived(Socket& socket) {
+  char sink[4096];
+  for (int i = 0; i < 16; ++i) {
+    beast::error_code ec;
+    const size_t n = socket.receive(net::buffer(sink), 0, ec);
+    if (ec || n == 0) return;
+  }
+}
+
+// The paths a connection past limits.max_connections may ask for.
+bool IsAdminOnlyPath(std::string_view path) {
+  return path == "/healthz" || path == "/readyz" || path == "/metrics";
+}
+
+awaitable<void> Worker::RefuseConnection(Socket socket, std::string message) {
   const std::string body = ErrorJson("overloaded", message);
   const std::string answer =
       Cat("HTTP/1.1 503 Service Unavailable\r\nServer: tailguard\r\nContent-Type: "
@@ -514,14 +543,19 @@ void RefuseConnection(Socket& socket, std::string_view message) {
           body.size(), "\r\n\r\n", body);
   beast::error_code ec;
   socket.non_blocking(true, ec);
+  DrainReceived(socket);  // a request sent at once is read first: no reset for it
   if (!ec) socket.send(net::buffer(answer), 0, ec);
   socket.shutdown(tcp::socket::shutdown_send, ec);
-  socket.close(ec);
-}
-
-// The paths a connection past limits.max_connections may ask for.
-bool IsAdminOnlyPath(std::string_view path) {
-  return path == "/healthz" || path == "/readyz" || path == "/metrics";
+  // A lingering close, as nginx's: what arrives in the next moments is dropped, then the end
+  // (the stream's timer closes the socket at the deadline).
+  Stream stream(std::move(socket));
+  stream.expires_after(kLingerOnRefusal);
+  char sink[4096];
+  for (;;) {
+    const size_t n = co_await stream.async_read_some(net::buffer(sink), Token(ec));
+    if (ec || n == 0) break;
+  }
+  stream.socket().close(ec);
 }
 
 awaitable<void> Worker::Session(Socket socket) {
@@ -534,27 +568,43 @@ awaitable<void> Worker::Session(Socket socket) {
   }();
   const Admission admission = g_.Admit(peer);
   if (admission == Admission::kRefusedFull) {
-    RefuseConnection(socket, Cat("the gateway has ", cfg.limits.max_connections + kAdminConnections,
-                                 " connections open, its limit (limits.max_connections and ",
-                                 kAdminConnections, " more for health checks); retry later"));
+    co_await RefuseConnection(
+        std::move(socket), Cat("the gateway has ", cfg.limits.max_connections + kAdminConnections,
+                               " connections open, its limit (limits.max_connections and ",
+                               kAdminConnections, " more for health checks); retry later"));
     co_return;
   }
   if (admission == Admission::kRefusedClient) {
-    RefuseConnection(socket,
-                     Cat("your address has ", cfg.limits.max_connections_per_client,
-                         " connections open to the gateway, its limit "
-                         "(limits.max_connections_per_client); reuse connections or retry later"));
+    co_await RefuseConnection(
+        std::move(socket),
+        Cat("your address has ", cfg.limits.max_connections_per_client,
+            " connections open to the gateway, its limit "
+            "(limits.max_connections_per_client); reuse connections or retry later"));
     co_return;
   }
-  // Past limits.max_connections: health checks and scrapes only, one request a connection.
+  // Past limits.max_connections: health checks and scrapes only, one request a connection, with
+  // short deadlines.
   const bool admin_only = admission == Admission::kAdminOnly;
+  const Duration header_timeout =
+      admin_only ? std::min<Duration>(cfg.timeouts.header, kAdminOnlyDeadline) : cfg.timeouts.header;
   Add(c.connections_accepted);
   socket.set_option(tcp::no_delay(true), ec);
   socket.non_blocking(true, ec);  // for TrySend()
   Stream client(std::move(socket));
   client.EnableDrainedReads();
   beast::flat_buffer buffer;
-  auto entry = sessions_.insert(sessions_.end(), SessionEntry{&client, true});
+  // Leaves the admission and the worker's list however the session ends: its return, an
+  // exception out of it, or the destruction of its frame with the worker's io_context.
+  struct Guard {
+    Worker& w;
+    const std::string& peer;
+    std::list<SessionEntry>::iterator entry;
+    ~Guard() {
+      w.sessions_.erase(entry);
+      w.g_.Leave(peer);
+    }
+  } guard{*this, peer, sessions_.insert(sessions_.end(), SessionEntry{&client, true})};
+  const auto entry = guard.entry;
 
   for (bool first = true;; first = false) {
     entry->idle = true;
@@ -566,7 +616,7 @@ awaitable<void> Worker::Session(Socket socket) {
     // connection no longer than timeouts.header either (one that sends nothing holds a slot no
     // longer than one that sends slowly).
     if (buffer.size() == 0) {
-      client.expires_after(first ? std::min(cfg.timeouts.header, cfg.timeouts.idle)
+      client.expires_after(first ? std::min(header_timeout, cfg.timeouts.idle)
                                  : cfg.timeouts.idle);
       client.MarkNewMessage();  // the client's next request follows our answer
       const size_t n = co_await client.async_read_some(
@@ -584,7 +634,9 @@ awaitable<void> Worker::Session(Socket socket) {
     buffer.consume(parser.put(buffer.data(), ec));
     if (ec == http::error::need_more) {
       ec = {};
-      client.expires_never();
+      // The stream's own timer stays as a backstop a second later, should the cancel below find
+      // no read to stop (one that completed at once, and was posted).
+      client.expires_after(header_timeout + std::chrono::seconds(1));
       // Shared with the timer's handler, which may run after this read (and even after the
       // session) when it fired just as the header completed: `done` makes it touch nothing then.
       struct HeaderDeadline {
@@ -592,17 +644,21 @@ awaitable<void> Worker::Session(Socket socket) {
         bool late = false;
       };
       auto state = std::make_shared<HeaderDeadline>();
-      net::steady_timer deadline(ioc_, cfg.timeouts.header);
+      net::steady_timer deadline(ioc_, header_timeout);
       deadline.async_wait([&client, state](const beast::error_code& e) {
         if (e || state->done) return;
         state->late = true;
+        // Stops the read waiting now, and makes any later one end at once (the 408 can still be
+        // written: only receiving is shut).
         beast::error_code ignored;
+        client.socket().shutdown(tcp::socket::shutdown_receive, ignored);
         client.socket().cancel(ignored);
       });
       co_await http::async_read_header(client, buffer, parser, Token(ec));
       state->done = true;
       deadline.cancel();
-      if (state->late) ec = beast::error::timeout;
+      // Late only if the read did not finish: a header that completed as the timer fired stands.
+      if (state->late && ec) ec = beast::error::timeout;
     }
     if (ec) {
       if (ec == http::error::header_limit) {
@@ -626,7 +682,7 @@ awaitable<void> Worker::Session(Socket socket) {
         Add(c.header_timeouts);
         co_await WriteError(client, 11, false, http::status::request_timeout, "header_timeout",
                             Cat("the request header did not arrive within ",
-                                FormatDuration(static_cast<double>(cfg.timeouts.header.count())),
+                                FormatDuration(static_cast<double>(header_timeout.count())),
                                 " of its first byte (timeouts.header)"));
       }
       break;
@@ -693,8 +749,6 @@ awaitable<void> Worker::Session(Socket socket) {
   }
   client.socket().shutdown(tcp::socket::shutdown_send, ec);
   client.socket().close(ec);
-  sessions_.erase(entry);
-  g_.Leave(peer);
 }
 
 awaitable<bool> Worker::WriteError(Stream& client, unsigned version, bool keep_alive,
@@ -1046,6 +1100,9 @@ awaitable<bool> Worker::Proxy(Stream& client, const std::string& peer,
     req.prepare_payload();
   }
 
+  // Before a connection is taken, so that the look StillOpen() takes is fresh when the request
+  // goes out.
+  if (req.body().size() > kYieldBodyBytes) co_await YieldToOthers();
   const MonoTime deadline = start + route.request_timeout;
   std::unique_ptr<UpstreamConn> conn;
   std::optional<http::response_parser<http::empty_body>> header;
@@ -1098,7 +1155,6 @@ awaitable<bool> Worker::Proxy(Stream& client, const std::string& peer,
     conn->stream.expires_at(deadline);
     // Neither message is chunked (Transfer-Encoding is stripped as hop-by-hop), so the header
     // and the body go out as they are, in one gather write.
-    if (req.body().size() > kYieldBodyBytes) co_await YieldToOthers();
     SerializeHead(req, conn->head);
     // The first send failed outright: no byte of the request left (retried even if a POST).
     bool nothing_sent = false;

@@ -114,8 +114,8 @@ struct GatewayConfig {
     Duration connect = std::chrono::seconds(1);    // connecting to an upstream
     Duration request = std::chrono::seconds(30);   // a whole upstream request (see RouteConfig)
     Duration idle = std::chrono::seconds(60);      // an idle client keep-alive connection
-    // A request's header, from its first byte (from the connection's start for the first
-    // request): a client that sends it slower is answered 408 and closed.
+    // A request's header, from its first byte: a client that sends it slower is answered 408 and
+    // closed. A new connection's first byte is awaited this long too (or `idle`, if shorter).
     Duration header = std::chrono::seconds(10);
     Duration shutdown = std::chrono::seconds(10);  // draining in-flight requests on stop
   } timeouts;

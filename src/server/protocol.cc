@@ -663,8 +663,10 @@ std::optional<std::string> RequestFramingProblem(unsigned version, size_t host_f
 
 namespace {
 
-// A path segment that is "." or ".." once %2E is read as '.': 1 or 2, else 0.
+// A path segment that is "." or ".." once %2E is read as '.', and whatever follows a ';' (a
+// path parameter: Tomcat and Spring read "..;x" as "..") is set aside: 1 or 2, else 0.
 int DotSegment(std::string_view seg) {
+  seg = seg.substr(0, seg.find(';'));
   int dots = 0;
   for (size_t i = 0; i < seg.size();) {
     if (seg[i] == '.') {
@@ -680,17 +682,47 @@ int DotSegment(std::string_view seg) {
   return dots;
 }
 
+// Whether `path` has a backslash, raw or as %5C: some servers read it as a '/'.
+bool HasBackslash(std::string_view path) {
+  for (size_t i = 0; i < path.size(); ++i) {
+    if (path[i] == '\\') return true;
+    if (path[i] == '%' && i + 2 < path.size() && path[i + 1] == '5' &&
+        (path[i + 2] == 'c' || path[i + 2] == 'C')) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 absl::StatusOr<std::optional<std::string>> NormalizeTarget(std::string_view target) {
+  if (target.size() > kMaxTargetBytes) {
+    return absl::InvalidArgumentError(
+        Cat("the request target is ", target.size(), " bytes; at most ", kMaxTargetBytes));
+  }
+  // The absolute form ("http://host/path"), which a server must accept (RFC 9112 3.2.2): its
+  // path and query are the target; the authority is the Host's business.
+  bool absolute = false;
+  for (const std::string_view scheme : {"http://", "https://"}) {
+    if (target.size() >= scheme.size() && EqualsIgnoreCase(target.substr(0, scheme.size()), scheme)) {
+      const size_t end = target.find_first_of("/?#", scheme.size());
+      target = end == std::string_view::npos ? std::string_view() : target.substr(end);
+      absolute = true;
+      break;
+    }
+  }
+  if (absolute && (target.empty() || target.front() != '/')) {
+    // "http://host" or "http://host?q": the root.
+    std::string out = Cat("/", target);
+    absl::StatusOr<std::optional<std::string>> rest = NormalizeTarget(out);
+    if (!rest.ok()) return rest.status();
+    return rest->has_value() ? std::move(*rest) : std::optional<std::string>(std::move(out));
+  }
   if (target.empty() || target.front() != '/') {
     return absl::InvalidArgumentError(
         Cat("the request target must be a path starting with '/' (origin form), got \"",
             target.substr(0, 64), target.size() > 64 ? "...\"" : "\""));
-  }
-  if (target.size() > kMaxTargetBytes) {
-    return absl::InvalidArgumentError(
-        Cat("the request target is ", target.size(), " bytes; at most ", kMaxTargetBytes));
   }
   const size_t q = target.find('?');
   const std::string_view path = target.substr(0, q);
@@ -702,7 +734,14 @@ absl::StatusOr<std::optional<std::string>> NormalizeTarget(std::string_view targ
     if ((seg.empty() && slash < path.size()) || DotSegment(seg) != 0) normal = false;
     at = slash + 1;
   }
-  if (normal) return std::optional<std::string>();
+  if (HasBackslash(path)) {
+    return absl::InvalidArgumentError(
+        "the request path has a backslash (raw or %5C), which some servers read as '/'; escape "
+        "it differently or leave it out");
+  }
+  if (normal) {
+    return absolute ? std::optional<std::string>(std::string(target)) : std::optional<std::string>();
+  }
 
   std::vector<std::string_view> kept;
   bool trailing_slash = false;

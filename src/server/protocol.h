@@ -90,14 +90,16 @@ std::optional<std::string> RequestFramingProblem(unsigned version, size_t host_f
                                                  std::string_view coding);
 
 // The longest request target NormalizeTarget() takes (the header limit bounds it anyway).
-inline constexpr size_t kMaxTargetBytes = 16 * 1024;
+inline constexpr size_t kMaxTargetBytes = 64 * 1024;
 
 // A request target (path and optional "?query") with its path normalised as nginx does before
-// routing: repeated slashes merged, "." and ".." segments resolved (also when written %2E), the
-// query kept as it is. nullopt when the target is already normal (the usual case: nothing is
-// allocated). InvalidArgument, with a message for a 400, for a target that does not start with
-// '/' (only origin-form is served), is over kMaxTargetBytes, or whose ".." would climb above the
-// root ("/../etc/passwd").
+// routing: repeated slashes merged, "." and ".." segments resolved (also when written %2E, and
+// with a ";parameter" after them, which Tomcat and Spring read as the same), the query kept as it
+// is. An absolute-form target ("http://host/path", RFC 9112 3.2.2) becomes its path and query.
+// nullopt when the target is already normal (the usual case: nothing is allocated).
+// InvalidArgument, with a message for a 400, for a target that is neither a path nor absolute
+// (`*`), is over kMaxTargetBytes, has a backslash in its path (raw or %5C, which some servers
+// read as '/'), or whose ".." would climb above the root ("/../etc/passwd").
 absl::StatusOr<std::optional<std::string>> NormalizeTarget(std::string_view target);
 
 // The longest model name or version a request may give that becomes a label as it is.

@@ -188,10 +188,18 @@ TEST_F(HostileTest, TheApiAnswersOnlyToNamesItKnows) {
         std::string("Host: GW.INTERNAL")}) {
     EXPECT_EQ(Fetch(port_, "/api/v1/series", {host}).status, 200) << host;
   }
-  // With the token, any name; /metrics and the health checks take any name.
+  // With the token (the scheme in any case), any name; /metrics and the health checks take any
+  // name. A host with colons is an IPv6 address only in brackets.
   EXPECT_EQ(Fetch(port_, "/api/v1/series", {"Host: rebind.example.net", "Authorization: Bearer s3cret"})
                 .status,
             200);
+  EXPECT_EQ(Fetch(port_, "/api/v1/series", {"Host: rebind.example.net", "Authorization: bearer s3cret"})
+                .status,
+            200);
+  EXPECT_EQ(Fetch(port_, "/api/v1/series", {"Host: rebind.example.net", "Authorization: Bearer s3creT"})
+                .status,
+            403);
+  EXPECT_EQ(Fetch(port_, "/api/v1/series", {"Host: a:b:c"}).status, 403);
   EXPECT_EQ(Fetch(port_, "/metrics", {"Host: prometheus-target.example.net"}).status, 200);
   EXPECT_EQ(Fetch(port_, "/healthz", {"Host: lb.example.net"}).status, 200);
 }
@@ -289,7 +297,10 @@ TEST_F(HostileTest, ConnectionsPerClientAddressAreLimited) {
   std::vector<std::unique_ptr<RawClient>> held;
   for (int i = 0; i < 3; ++i) held.push_back(std::make_unique<RawClient>(port_, "127.0.0.2"));
   AwaitConnections(3);
+  // A client that sends its request at once still reads the 503 (a lingering close), not a
+  // reset.
   RawClient fourth(port_, "127.0.0.2");
+  fourth.TrySend(RawGet("/refused", "X-Pad: " + std::string(2000, 'p') + "\r\n"));
   const std::string refused = fourth.ReadToEnd();
   EXPECT_THAT(refused, StartsWith("HTTP/1.1 503 "));
   EXPECT_THAT(refused, HasSubstr("max_connections_per_client"));
@@ -333,6 +344,7 @@ TEST_F(HostileTest, AtTheConnectionCapHealthAndMetricsStillAnswer) {
   for (size_t i = 0; i < kAdminConnections; ++i) held.push_back(std::make_unique<RawClient>(port_));
   AwaitConnections(2 + static_cast<int64_t>(kAdminConnections));
   RawClient over(port_);
+  over.TrySend(RawGet("/over"));
   const std::string refused = over.ReadToEnd();
   EXPECT_THAT(refused, StartsWith("HTTP/1.1 503 "));
   EXPECT_THAT(refused, HasSubstr("limits.max_connections"));

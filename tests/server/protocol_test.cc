@@ -816,10 +816,35 @@ TEST(NormalizeTargetTest, RefusesClimbingAboveTheRootAndOtherForms) {
     ASSERT_FALSE(n.ok()) << t;
     EXPECT_THAT(n.status().message(), HasSubstr("above the root")) << t;
   }
-  for (const char* t : {"", "*", "http://host/x", "x/y"}) {
+  for (const char* t : {"", "*", "x/y", "ftp://host/x"}) {
     EXPECT_THAT(NormalizeTarget(t).status().message(), HasSubstr("starting with '/'")) << t;
   }
   EXPECT_FALSE(NormalizeTarget("/" + std::string(kMaxTargetBytes, 'a')).ok());
+  // Path parameters after dot segments are dot segments all the same (Tomcat, Spring).
+  EXPECT_THAT(NormalizeTarget("/a/..;x/..;/etc").status().message(), HasSubstr("above the root"));
+  absl::StatusOr<std::optional<std::string>> n = NormalizeTarget("/fraud/..;jsessionid=1/admin");
+  ASSERT_TRUE(n.ok() && n->has_value());
+  EXPECT_EQ(**n, "/admin");
+  // Backslashes, which some servers read as '/'.
+  for (const char* t : {"/a\\..\\b", "/a/%5c..%5C/b", "/a\\b"}) {
+    EXPECT_THAT(NormalizeTarget(t).status().message(), HasSubstr("backslash")) << t;
+  }
+}
+
+TEST(NormalizeTargetTest, TakesTheAbsoluteForm) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"http://gateway:8080/v2/models/risk/infer?x=1", "/v2/models/risk/infer?x=1"},
+      {"HTTPS://gateway/a//b", "/a/b"},
+      {"http://gateway", "/"},
+      {"http://gateway?q=1", "/?q=1"},
+  };
+  for (const auto& [in, out] : cases) {
+    absl::StatusOr<std::optional<std::string>> n = NormalizeTarget(in);
+    ASSERT_TRUE(n.ok()) << in << ": " << n.status();
+    ASSERT_TRUE(n->has_value()) << in;
+    EXPECT_EQ(**n, out) << in;
+  }
+  EXPECT_FALSE(NormalizeTarget("http://gateway/../x").ok());
 }
 
 TEST(RequestFramingProblemTest, HostAndTransferEncoding) {
