@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/container/flat_hash_map.h"
 #include "alert/notify/delivery.h"
 #include "alert/notify/http_sender.h"
@@ -309,7 +310,7 @@ struct Gateway::Impl {
   // Connections open per client address, for limits.max_connections_per_client. A map
   // touched twice per connection, never per request. Before the workers, whose sessions leave
   // it as their frames are destroyed.
-  std::mutex clients_mu;
+  absl::Mutex clients_mu;
   absl::flat_hash_map<std::string, uint32_t> clients ABSL_GUARDED_BY(clients_mu);
 
   std::vector<std::unique_ptr<Worker>> workers;
@@ -1697,7 +1698,7 @@ Admission Gateway::Impl::Admit(const std::string& peer) {
     return Admission::kRefusedFull;
   }
   if (limits.max_connections_per_client > 0 && !peer.empty()) {
-    std::lock_guard<std::mutex> lock(clients_mu);
+    absl::MutexLock lock(&clients_mu);
     uint32_t& open = clients[peer];
     if (open >= limits.max_connections_per_client) {
       counters.connections_active.fetch_sub(1, std::memory_order_relaxed);
@@ -1711,7 +1712,7 @@ Admission Gateway::Impl::Admit(const std::string& peer) {
 
 void Gateway::Impl::Leave(const std::string& peer) {
   if (config().limits.max_connections_per_client > 0 && !peer.empty()) {
-    std::lock_guard<std::mutex> lock(clients_mu);
+    absl::MutexLock lock(&clients_mu);
     if (auto it = clients.find(peer); it != clients.end() && --it->second == 0) clients.erase(it);
   }
   counters.connections_active.fetch_sub(1, std::memory_order_relaxed);
