@@ -33,7 +33,7 @@ awk -v now="$now" 'BEGIN {
     }
   }
 }' >"$dir/history.csv"
-"$tailguard" import "$dir/history.csv" --store "$dir/tailguard.db" >"$dir/import.log" 2>&1 ||
+"$tailguard" import "$dir/history.csv" --store "$dir/tailguard.db" --create >"$dir/import.log" 2>&1 ||
   { cat "$dir/import.log"; exit 1; }
 echo "imported $(($(wc -l <"$dir/history.csv") - 1)) points of 50 series"
 

@@ -3,6 +3,7 @@
 // serve` and this command use it at the same time), so it needs no server.
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -87,16 +88,30 @@ absl::StatusOr<std::unique_ptr<EventStore>> OpenStore(const AlertsFlags& f) {
   return store;
 }
 
+// An id on the command line: a positive whole number, said so in plain words (CLI11's own
+// message is "Could not convert: id = abc").
+CLI::Validator IdValidator() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        int64_t v = 0;
+        const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (r.ec == std::errc() && r.ptr == text.data() + text.size() && v > 0) return "";
+        return Cat("expected an id, a whole number above 0 like 12 (the ID column of the list), "
+                   "got \"", text, "\"");
+      },
+      "ID");
+}
+
 int Fail(const absl::Status& s) {
   std::fprintf(stderr, "tailguard alerts: %s\n", std::string(s.message()).c_str());
   // Bad input from the user is a usage error; a store that cannot be read a runtime failure.
   return absl::IsInvalidArgument(s) || absl::IsNotFound(s) || absl::IsFailedPrecondition(s) ? 2 : 1;
 }
 
-std::string When(WallTime t) { return FormatTimestamp(t); }
+std::string When(WallTime t) { return FormatTimestampUtc(t); }
 std::string When(const std::optional<WallTime>& t) { return t ? When(*t) : std::string("-"); }
 json JsonTime(const std::optional<WallTime>& t) {
-  return t ? json(FormatTimestamp(*t)) : json(nullptr);
+  return t ? json(FormatRfc3339(*t)) : json(nullptr);
 }
 json JsonNumber(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
@@ -128,7 +143,7 @@ json AlertJson(const AlertRow& a) {
           {"value", JsonNumber(a.value)},
           {"threshold", JsonNumber(a.threshold)},
           {"baseline_p99", JsonNumber(a.baseline_p99)},
-          {"started_at", FormatTimestamp(a.started_at)},
+          {"started_at", FormatRfc3339(a.started_at)},
           {"fired_at", JsonTime(a.fired_at)},
           {"ended_at", JsonTime(a.ended_at)},
           {"acked_by", a.acked_by.empty() ? json(nullptr) : json(a.acked_by)},
@@ -144,16 +159,16 @@ json OutboxJson(const OutboxItem& o) {
           {"group_key", o.group_key},
           {"status", o.status},
           {"summary", o.summary},
-          {"created", FormatTimestamp(o.created)},
+          {"created", FormatRfc3339(o.created)},
           {"state", std::string(store::OutboxStateName(o.state))},
           {"attempts", o.attempts},
           {"next_attempt", o.state == OutboxItem::State::kPending
-                               ? json(FormatTimestamp(o.next_attempt))
+                               ? json(FormatRfc3339(o.next_attempt))
                                : json(nullptr)},
           {"last_error", o.last_error},
           {"last_http_status", o.last_http_status},
           {"delivered_at",
-           o.delivered_at == WallTime{} ? json(nullptr) : json(FormatTimestamp(o.delivered_at))}};
+           o.delivered_at == WallTime{} ? json(nullptr) : json(FormatRfc3339(o.delivered_at))}};
 }
 
 void Print(const json& j) { std::printf("%s\n", j.dump(2).c_str()); }
@@ -178,11 +193,11 @@ int List(const AlertsFlags& f) {
     std::printf("%s\n", f.all ? "no alerts" : "no active alerts (--all shows ended ones too)");
     return 0;
   }
-  std::printf("%-6s %-20s %-10s %-9s %-22s %-10s %-10s %s\n", "ID", "STARTED", "STATE", "SEVERITY",
+  std::printf("%-6s %-23s %-10s %-9s %-22s %-10s %-10s %s\n", "ID", "STARTED", "STATE", "SEVERITY",
               "RULE", "VALUE", "THRESHOLD", "SERIES");
   for (const AlertRow& a : *rows) {
-    std::printf("%-6lld %-20s %-10s %-9s %-22s %-10s %-10s %s%s\n", static_cast<long long>(a.id),
-                When(a.started_at).substr(0, 19).c_str(), StateOf(a).c_str(), a.severity.c_str(),
+    std::printf("%-6lld %-23s %-10s %-9s %-22s %-10s %-10s %s%s\n", static_cast<long long>(a.id),
+                When(a.started_at).c_str(), StateOf(a).c_str(), a.severity.c_str(),
                 a.rule.c_str(), ShowValue(a.stat, a.value).c_str(),
                 ShowValue(a.stat, a.threshold).c_str(), a.series.c_str(),
                 a.acked_by.empty() ? "" : Cat("  [acked by ", a.acked_by, "]").c_str());
@@ -200,7 +215,7 @@ int Show(const AlertsFlags& f) {
     json out = AlertJson(a);
     json timeline = json::array();
     for (const store::TimelineEntry& e : d->timeline) {
-      timeline.push_back({{"time", FormatTimestamp(e.time)},
+      timeline.push_back({{"time", FormatRfc3339(e.time)},
                           {"type", std::string(store::TimelineTypeName(e.type))},
                           {"kind", e.kind},
                           {"severity", e.severity},
@@ -215,7 +230,7 @@ int Show(const AlertsFlags& f) {
     json annotations = json::array();
     for (const store::Annotation& n : d->annotations) {
       annotations.push_back(
-          {{"time", FormatTimestamp(n.time)}, {"kind", n.kind}, {"text", n.text}});
+          {{"time", FormatRfc3339(n.time)}, {"kind", n.kind}, {"text", n.text}});
     }
     out["timeline"] = timeline;
     out["notifications"] = notifications;
@@ -303,7 +318,7 @@ int SilenceAdd(const AlertsFlags& f) {
   absl::StatusOr<int64_t> id = (*db)->AddSilence(s);
   if (!id.ok()) return Fail(id.status());
   std::printf("silence %lld: %s until %s\n", static_cast<long long>(*id), f.match.c_str(),
-              FormatTimestamp(s.ends_at).c_str());
+              FormatTimestampUtc(s.ends_at).c_str());
   return 0;
 }
 
@@ -318,8 +333,8 @@ int SilenceList(const AlertsFlags& f) {
     for (const store::Silence& s : *all) {
       out.push_back({{"id", s.id},
                      {"matchers", s.matchers},
-                     {"starts_at", FormatTimestamp(s.starts_at)},
-                     {"ends_at", FormatTimestamp(s.ends_at)},
+                     {"starts_at", FormatRfc3339(s.starts_at)},
+                     {"ends_at", FormatRfc3339(s.ends_at)},
                      {"created_by", s.created_by},
                      {"comment", s.comment},
                      {"active", s.starts_at <= now && now < s.ends_at}});
@@ -331,12 +346,12 @@ int SilenceList(const AlertsFlags& f) {
     std::printf("no silences\n");
     return 0;
   }
-  std::printf("%-5s %-20s %-20s %-12s %-40s %s\n", "ID", "STARTS", "ENDS", "BY", "MATCHERS",
+  std::printf("%-5s %-23s %-23s %-12s %-40s %s\n", "ID", "STARTS", "ENDS", "BY", "MATCHERS",
               "COMMENT");
   for (const store::Silence& s : *all) {
-    std::printf("%-5lld %-20s %-20s %-12s %-40s %s\n", static_cast<long long>(s.id),
-                FormatTimestamp(s.starts_at).substr(0, 19).c_str(),
-                FormatTimestamp(s.ends_at).substr(0, 19).c_str(), s.created_by.c_str(),
+    std::printf("%-5lld %-23s %-23s %-12s %-40s %s\n", static_cast<long long>(s.id),
+                FormatTimestampUtc(s.starts_at).c_str(),
+                FormatTimestampUtc(s.ends_at).c_str(), s.created_by.c_str(),
                 s.matchers.c_str(), s.comment.c_str());
   }
   return 0;
@@ -380,12 +395,12 @@ int Outbox(const AlertsFlags& f) {
         static_cast<long long>(stats->all.pending), static_cast<long long>(stats->all.delivered),
         static_cast<long long>(stats->all.failed), static_cast<long long>(stats->all.skipped),
         stats->oldest_pending
-            ? Cat("; oldest pending since ", FormatTimestamp(*stats->oldest_pending)).c_str()
+            ? Cat("; oldest pending since ", FormatTimestampUtc(*stats->oldest_pending)).c_str()
             : "");
   }
   for (const OutboxItem& o : *items) {
-    std::printf("%-6lld %-20s %-12s %-9s %-8s tries %-3d %s%s\n", static_cast<long long>(o.id),
-                FormatTimestamp(o.created).substr(0, 19).c_str(), o.receiver.c_str(),
+    std::printf("%-6lld %-23s %-12s %-9s %-8s tries %-3d %s%s\n", static_cast<long long>(o.id),
+                FormatTimestampUtc(o.created).c_str(), o.receiver.c_str(),
                 std::string(store::OutboxStateName(o.state)).c_str(), o.status.c_str(), o.attempts,
                 o.summary.c_str(),
                 o.last_error.empty() ? "" : Cat("\n       last error: ", o.last_error).c_str());
@@ -427,18 +442,18 @@ void AddAlerts(CLI::App& app, Action& action) {
   list->callback([f, &action] { action = [f] { return List(*f); }; });
 
   CLI::App* show = cmd->add_subcommand("show", "One alert: its timeline and notifications");
-  show->add_option("id", f->id, "Alert id (from list)")->required();
+  show->add_option("id", f->id, "Alert id (from list)")->required()->check(IdValidator());
   show->add_flag("--json", f->json, "JSON instead of text");
   show->callback([f, &action] { action = [f] { return Show(*f); }; });
 
   CLI::App* ack = cmd->add_subcommand("ack", "Acknowledge an alert");
-  ack->add_option("id", f->id, "Alert id")->required();
+  ack->add_option("id", f->id, "Alert id")->required()->check(IdValidator());
   ack->add_option("--by", f->by, "Who acknowledges (default: $USER)");
   ack->add_option("--comment", f->comment, "Why, or what is being done");
   ack->callback([f, &action] { action = [f] { return Ack(*f); }; });
 
   CLI::App* archive = cmd->add_subcommand("archive", "Hide an ended alert from list");
-  archive->add_option("id", f->id, "Alert id")->required();
+  archive->add_option("id", f->id, "Alert id")->required()->check(IdValidator());
   archive->callback([f, &action] { action = [f] { return Archive(*f); }; });
 
   CLI::App* silence = cmd->add_subcommand("silence", "Silences: add, list, expire");
@@ -458,7 +473,7 @@ void AddAlerts(CLI::App& app, Action& action) {
   slist->add_flag("--json", f->json, "JSON instead of a table");
   slist->callback([f, &action] { action = [f] { return SilenceList(*f); }; });
   CLI::App* expire = silence->add_subcommand("expire", "End a silence now");
-  expire->add_option("id", f->id, "Silence id")->required();
+  expire->add_option("id", f->id, "Silence id")->required()->check(IdValidator());
   expire->callback([f, &action] { action = [f] { return SilenceExpire(*f); }; });
 
   CLI::App* outbox = cmd->add_subcommand("outbox", "Notifications and their delivery status");

@@ -291,8 +291,8 @@ nlohmann::json ToJson(const CorpusScore& c, bool optimized, const std::vector<Sc
     const FileOutcome& f = c.files[i];
     nlohmann::json windows = nlohmann::json::array();
     for (const WindowOutcome& w : f.windows) {
-      nlohmann::json j = {{"start", FormatTimestamp(w.window.start)},
-                          {"end", FormatTimestamp(w.window.end)},
+      nlohmann::json j = {{"start", FormatRfc3339(w.window.start)},
+                          {"end", FormatRfc3339(w.window.end)},
                           {"first_row", w.first_row},
                           {"last_row", w.last_row},
                           {"scored", w.scored},
@@ -300,7 +300,7 @@ nlohmann::json ToJson(const CorpusScore& c, bool optimized, const std::vector<Sc
                           {"score", w.score}};
       if (w.detected) {
         j["detection_row"] = w.detection_row;
-        j["detection_time"] = FormatTimestamp(in[i].times[static_cast<size_t>(w.detection_row)]);
+        j["detection_time"] = FormatRfc3339(in[i].times[static_cast<size_t>(w.detection_row)]);
         j["delay_s"] = Seconds(w.delay);
       }
       windows.push_back(std::move(j));
@@ -456,6 +456,15 @@ void AddBacktest(CLI::App& app, Action& action) {
       "--threshold", opts->threshold,
       "score at this fixed threshold (a row is a detection when its score >= it) instead of "
       "optimising it per profile");
+  // Scores are in [0, 1]: a threshold outside never or always detects, and scored 0 silently.
+  threshold->check(CLI::Validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (end != text.c_str() && *end == '\0' && v >= 0 && v <= 1) return "";
+        return Cat("expected an anomaly score from 0 to 1 (e.g. 0.5), got \"", text, "\"");
+      },
+      "SCORE"));
   cmd->add_option("--rules", opts->rules,
                   "score alert rules instead: a detection is a --detect-on event of this rule "
                   "file, with the series' values as P99 in --unit");

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -14,6 +15,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "alert/selector.h"
+#include "bad_rows.h"
 #include "commands.h"
 #include "common/progress.h"
 #include "common/strings.h"
@@ -36,6 +38,8 @@ struct ImportFlags {
   std::string unit = "s";
   bool dry_run = false;
   bool json = false;
+  bool shift_to_now = false;
+  bool create = false;
 };
 
 // A usage or input error: exit 2, nothing written.
@@ -243,8 +247,44 @@ struct Parsed {
 
 // Checks and converts every row, freeing each row of `t` once read so that the table's memory
 // is reused for the minutes.
+// Percentiles of one minute must be in order (p50 <= p90 <= p99 <= p99.9 <= max, mean <= max):
+// a file with them swapped (columns in the wrong order, a unit mixed up) is refused.
+template <typename Where>
+void CheckOrder(const store::MinuteRow& m, const Where& where) {
+  const std::pair<const char*, double> order[] = {
+      {"p50", m.p50}, {"p90", m.p90}, {"p99", m.p99}, {"p999", m.p999}, {"max", m.max}};
+  const char* prev_name = nullptr;
+  double prev = 0;
+  for (const auto& [name, v] : order) {
+    if (std::isnan(v)) continue;
+    if (prev_name != nullptr && v < prev) {
+      throw InputError{Cat(where(), ": ", prev_name, " (", prev, ") is above ", name, " (", v,
+                           "): a minute's percentiles rise from p50 to max; check the columns' "
+                           "order and units")};
+    }
+    prev_name = name;
+    prev = v;
+  }
+  if (!std::isnan(m.mean) && !std::isnan(m.max) && m.mean > m.max) {
+    throw InputError{Cat(where(), ": mean (", m.mean, ") is above max (", m.max, ")")};
+  }
+}
+
+// --shift-to-now: how far to move every time so that the file's last minute is the one that
+// just ended (recorded data of any age, e.g. NAB's from 2014, within the retention).
+Duration ShiftToNow(const CsvTable& t, size_t time_col, WallTime now) {
+  WallTime last = WallTime::min();
+  for (const std::vector<std::string>& row : t.rows) {
+    if (absl::StatusOr<WallTime> time = ParseTimestamp(row[time_col]); time.ok()) {
+      last = std::max(last, *time);
+    }
+  }
+  if (last == WallTime::min()) return Duration::zero();  // every time is bad: reported as such
+  return FloorMinute(now) - std::chrono::minutes(1) - FloorMinute(last);
+}
+
 Parsed ParseRows(CsvTable& t, const Layout& layout, const ImportFlags& f,
-                 const Accepted& accepted) {
+                 const Accepted& accepted, Duration shift) {
   Parsed out;
   const size_t time_col = layout.time;
   const std::string& time_name = t.header[time_col];
@@ -270,11 +310,13 @@ Parsed ParseRows(CsvTable& t, const Layout& layout, const ImportFlags& f,
   if (t.rows.size() >= 100000 && !f.json) {
     progress = std::make_unique<Progress>("rows checked", static_cast<int64_t>(t.rows.size()));
   }
+  BadRows bad;
   for (size_t r = 0; r < t.rows.size(); ++r) {
     if (progress && r % 10000 == 9999) progress->Advance(10000);
     std::vector<std::string>& row = t.rows[r];
     // Built only for a message.
     auto where = [&] { return Cat(f.file, ":", t.line[r]); };
+    try {
     uint32_t series = 0;
     if (layout.series) {
       const std::string& text = row[*layout.series];
@@ -289,6 +331,7 @@ Parsed ParseRows(CsvTable& t, const Layout& layout, const ImportFlags& f,
     const std::string& time_text = row[time_col];
     absl::StatusOr<WallTime> time = ParseTimestamp(time_text);
     if (!time.ok()) throw InputError{Cat(where(), ": ", time_name, ": ", time.status().message())};
+    *time += shift;
     // The minute the time falls in, stored at its end as the gateway stores the minutes it
     // measures: 10:00:37 is the minute [10:00, 10:01), stored at 10:01:00.
     const WallTime begin = FloorMinute(*time);
@@ -310,7 +353,7 @@ Parsed ParseRows(CsvTable& t, const Layout& layout, const ImportFlags& f,
             (static_cast<uint64_t>(series) << 32) | static_cast<uint64_t>(minute), t.line[r]);
         !added) {
       throw InputError{Cat(where(), ": ", time_name, ": a second row for ", out.batch[series].key,
-                           " in the minute of ", FormatTimestamp(begin), " (the first is line ",
+                           " in the minute of ", FormatTimestampUtc(begin), " (the first is line ",
                            it->second, "); give one row per series and minute")};
     }
     store::MinuteRow m;
@@ -347,12 +390,17 @@ Parsed ParseRows(CsvTable& t, const Layout& layout, const ImportFlags& f,
           break;
       }
     }
+    CheckOrder(m, where);
     out.batch[series].minutes.push_back(std::move(m));
     ++out.points;
     out.first = std::min(out.first, at);
     out.last = std::max(out.last, at);
+    } catch (const InputError& e) {
+      bad.Add(e.message);
+    }
     std::vector<std::string>().swap(row);
   }
+  if (!bad.empty()) throw InputError{bad.Text()};
   for (store::SeriesMinutes& s : out.batch) {
     std::sort(s.minutes.begin(), s.minutes.end(),
               [](const store::MinuteRow& a, const store::MinuteRow& b) { return a.time < b.time; });
@@ -376,15 +424,23 @@ Target StoreTarget(const ImportFlags& f) {
     }
     return {config->store.path, config->store.history_retention, f.config};
   }
-  return {f.store.empty() ? std::string("tailguard.db") : f.store, defaults.store.history_retention,
-          ""};
+  const std::string path = f.store.empty() ? std::string("tailguard.db") : f.store;
+  // A mistyped --store must not become a new, empty store that no gateway reads: a new one is
+  // made only when asked for (or through --config, whose store.path is the gateway's own).
+  std::error_code ec;
+  if (!f.create && !f.dry_run && !std::filesystem::exists(path, ec)) {
+    throw InputError{Cat("no store at ", path,
+                         ": give the path of an existing store (the gateway's store.path), "
+                         "--config gateway.yaml, or --create to start a new one there")};
+  }
+  return {path, defaults.store.history_retention, ""};
 }
 
 // A minute row's time is its end; people read the span the points cover, from the start of the
 // first minute to the end of the last.
 std::string SpanText(WallTime first_end, WallTime last_end) {
-  return Cat("from ", FormatTimestamp(first_end - std::chrono::minutes(1)), " to ",
-             FormatTimestamp(last_end));
+  return Cat("from ", FormatTimestampUtc(first_end - std::chrono::minutes(1)), " to ",
+             FormatTimestampUtc(last_end));
 }
 
 int Run(const ImportFlags& f, const Clock& clock) {
@@ -398,7 +454,9 @@ int Run(const ImportFlags& f, const Clock& clock) {
     if (!table.ok()) throw InputError{std::string(table.status().message())};
     if (table->rows.empty()) throw InputError{Cat(f.file, ": no data rows after the header")};
     const Layout layout = ReadHeader(*table, f, *scale);
-    parsed = ParseRows(*table, layout, f, AcceptedTimes(target, clock.WallNow()));
+    const Duration shift =
+        f.shift_to_now ? ShiftToNow(*table, layout.time, clock.WallNow()) : Duration::zero();
+    parsed = ParseRows(*table, layout, f, AcceptedTimes(target, clock.WallNow()), shift);
   } catch (const InputError& e) {
     std::fprintf(stderr, "tailguard import: %s\n", e.message.c_str());
     return 2;
@@ -444,8 +502,8 @@ int Run(const ImportFlags& f, const Clock& clock) {
       series.push_back({{"id", id},
                         {"key", s.key},
                         {"points", s.minutes.size()},
-                        {"from", FormatTimestamp(s.minutes.front().time - std::chrono::minutes(1))},
-                        {"to", FormatTimestamp(s.minutes.back().time)},
+                        {"from", FormatRfc3339(s.minutes.front().time - std::chrono::minutes(1))},
+                        {"to", FormatRfc3339(s.minutes.back().time)},
                         {"url", Cat("/?view=series&id=", id)}});
     }
     json out = {{"store", path},
@@ -453,8 +511,8 @@ int Run(const ImportFlags& f, const Clock& clock) {
                 {"series", series},
                 {"points", summary.points},
                 {"replaced", summary.replaced},
-                {"from", FormatTimestamp(parsed.first - std::chrono::minutes(1))},
-                {"to", FormatTimestamp(parsed.last)}};
+                {"from", FormatRfc3339(parsed.first - std::chrono::minutes(1))},
+                {"to", FormatRfc3339(parsed.last)}};
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
@@ -495,6 +553,12 @@ void AddImport(CLI::App& app, Action& action) {
   cmd->add_option("--unit", f->unit, "unit of latency columns without a suffix: s, ms, us")
       ->capture_default_str();
   cmd->add_flag("--dry-run", f->dry_run, "check the file and print the summary; write nothing");
+  cmd->add_flag("--shift-to-now", f->shift_to_now,
+                "move every time by the same amount so that the file's last minute is the one "
+                "that just ended (recorded data of any age, e.g. NAB's, within the retention)");
+  cmd->add_flag("--create", f->create,
+                "with --store: create the store if it does not exist (a gateway with --config "
+                "creates its own)");
   cmd->add_flag("--json", f->json, "print the summary as JSON");
   cmd->callback([f, &action] { action = [f] { return Run(*f, Clock::Real()); }; });
 }

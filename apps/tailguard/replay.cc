@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "bad_rows.h"
 #include "commands.h"
 #include "common/duration.h"
 #include "common/format.h"
@@ -84,7 +85,7 @@ class TimelineSink final : public AlertSink {
       if (k == "stage") labels = " stage=" + v;
     }
     std::printf("%s  %-10s %-9s %-16s%s value %s threshold %s baseline %s\n",
-                FormatTimestamp(e.time).c_str(), std::string(AlertEventKindName(e.kind)).c_str(),
+                FormatTimestampUtc(e.time).c_str(), std::string(AlertEventKindName(e.kind)).c_str(),
                 e.severity.c_str(), e.rule.c_str(), labels.c_str(),
                 ValueText(e.stat, e.value).c_str(), ValueText(e.stat, e.threshold).c_str(),
                 Seconds(e.baseline_p99).c_str());
@@ -123,13 +124,25 @@ int ReplayRequestLog(const Options& o, const CsvTable& table, AlertEngine& engin
     return -1;
   };
   const int ts_col = col("timestamp");
-  // Stages: every other column named <stage>_ms.
+  // Stages: every other column named <stage>_ms. Any other column is refused, not dropped: a
+  // stage column without its unit ("feature_fetch") would otherwise vanish without a word.
   std::vector<std::pair<std::string, int>> stages = {{"total", col("latency_ms")}};
   for (size_t i = 0; i < table.header.size(); ++i) {
     const std::string& h = table.header[i];
-    if (h != "latency_ms" && h.size() > 3 && h.ends_with("_ms")) {
+    if (h == "timestamp" || h == "latency_ms" || h == "status") continue;
+    if (h.size() > 3 && h.ends_with("_ms")) {
       stages.emplace_back(h.substr(0, h.size() - 3), static_cast<int>(i));
+      continue;
     }
+    const bool stage_like =
+        !h.empty() && std::all_of(h.begin(), h.end(), [](char c) {
+          return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+        });
+    return Fail(2, Cat(o.file, ":1: column \"", h, "\": ",
+                       stage_like ? Cat("a stage column's name ends in _ms, its unit (", h,
+                                        "_ms, in milliseconds)")
+                                  : std::string("not a column of a request log"),
+                       "; a request log has timestamp,latency_ms[,<stage>_ms...][,status]"));
   }
   const int status_col = col("status");
   // Aggregate: bucket -> per stage histogram, plus error counts.
@@ -139,40 +152,55 @@ int ReplayRequestLog(const Options& o, const CsvTable& table, AlertEngine& engin
   };
   std::map<int64_t, Bucket> buckets;
   const int64_t res = resolution.count();
+  // Every bad row is named (BadRows), and nothing is replayed unless all are good.
+  BadRows bad;
+  std::vector<uint64_t> latencies(stages.size());
   for (size_t r = 0; r < table.rows.size(); ++r) {
     const auto& row = table.rows[r];
+    const std::string where = Cat(o.file, ":", table.line[r], ": ");
     absl::StatusOr<WallTime> t = ParseTimestamp(row[static_cast<size_t>(ts_col)]);
     if (!t.ok()) {
-      return Fail(2, Cat(o.file, ":", table.line[r], ": timestamp: ", t.status().message()));
+      bad.Add(Cat(where, "timestamp: ", t.status().message()));
+      continue;
     }
-    const int64_t ns = t->time_since_epoch().count();
-    Bucket& b = buckets[(ns >= 0 ? ns : ns - res + 1) / res];
-    if (b.stage.empty()) b.stage.resize(stages.size());
+    bool row_ok = true;
     for (size_t s = 0; s < stages.size(); ++s) {
+      latencies[s] = UINT64_MAX;  // empty: the stage did not happen
       const std::string& field = row[static_cast<size_t>(stages[s].second)];
       if (field.empty()) continue;
       char* end = nullptr;
       const double ms = std::strtod(field.c_str(), &end);
       // Finite, not negative, and within what a histogram records (about 73 minutes).
       if (end == field.c_str() || *end != '\0' || !(ms >= 0) || !(ms * 1e6 <= kMaxLatencyNs)) {
-        return Fail(2, Cat(o.file, ":", table.line[r], ": ",
-                           table.header[static_cast<size_t>(stages[s].second)], ": \"", field,
-                           "\" is not a latency in milliseconds (a number >= 0)"));
+        bad.Add(Cat(where, table.header[static_cast<size_t>(stages[s].second)], ": \"", field,
+                    "\" is not a latency in milliseconds (a number from 0 to ",
+                    kMaxLatencyNs / 1e6, ")"));
+        row_ok = false;
+        continue;
       }
-      b.stage[s].Record(static_cast<uint64_t>(ms * 1e6));
+      latencies[s] = static_cast<uint64_t>(ms * 1e6);
     }
+    int code = 0;
     const bool has_total = !row[static_cast<size_t>(stages[0].second)].empty();
     if (status_col >= 0 && has_total) {
       const std::string& st = row[static_cast<size_t>(status_col)];
-      int code = 0;
       const auto [end, ec] = std::from_chars(st.data(), st.data() + st.size(), code);
-      if (!st.empty() && (ec != std::errc() || end != st.data() + st.size())) {
-        return Fail(2, Cat(o.file, ":", table.line[r], ": status: \"", st,
-                           "\" is not an HTTP status code"));
+      if (!st.empty() && (ec != std::errc() || end != st.data() + st.size() || code < 100 ||
+                          code > 599)) {
+        bad.Add(Cat(where, "status: \"", st, "\" is not an HTTP status code (100 to 599)"));
+        row_ok = false;
       }
-      if (code >= 400) ++b.errors;  // 4xx and 5xx count as failed
     }
+    if (!row_ok || !bad.empty()) continue;  // once a row is bad, only checking goes on
+    const int64_t ns = t->time_since_epoch().count();
+    Bucket& b = buckets[(ns >= 0 ? ns : ns - res + 1) / res];
+    if (b.stage.empty()) b.stage.resize(stages.size());
+    for (size_t s = 0; s < stages.size(); ++s) {
+      if (latencies[s] != UINT64_MAX) b.stage[s].Record(latencies[s]);
+    }
+    if (code >= 400) ++b.errors;  // 4xx and 5xx count as failed
   }
+  if (!bad.empty()) return Fail(2, bad.Text());
   if (buckets.empty()) return Fail(2, Cat(o.file, ": no requests"));
 
   std::vector<SeriesReplay> series;
@@ -239,6 +267,65 @@ int ReplayRequestLog(const Options& o, const CsvTable& table, AlertEngine& engin
   return 0;
 }
 
+// A P99 series, `timestamp,value` in --unit: every row checked (a latency from 0 to what a
+// histogram records; times strictly increasing, a repeated time named with the line that has it
+// first), every bad row named.
+absl::StatusOr<TimeSeries> ReadP99Series(const Options& o, const CsvTable& table, double unit) {
+  int ts_col = -1, value_col = -1;
+  for (size_t c = 0; c < table.header.size(); ++c) {
+    const std::string& h = table.header[c];
+    if (h == "timestamp") {
+      ts_col = static_cast<int>(c);
+    } else if (h == "value") {
+      value_col = static_cast<int>(c);
+    } else {
+      return absl::InvalidArgumentError(
+          Cat(o.file, ":1: column \"", h,
+              "\": not a column of a P99 series, which has timestamp,value (a request log has "
+              "timestamp,latency_ms[,<stage>_ms...][,status])"));
+    }
+  }
+  TimeSeries series;
+  series.path = o.file;
+  BadRows bad;
+  const double max_value = kMaxLatencyNs * 1e-9 / unit;
+  int previous_line = 0;
+  for (size_t r = 0; r < table.rows.size(); ++r) {
+    const std::vector<std::string>& row = table.rows[r];
+    const std::string where = Cat(o.file, ":", table.line[r], ": ");
+    absl::StatusOr<WallTime> t = ParseTimestamp(row[static_cast<size_t>(ts_col)]);
+    if (!t.ok()) {
+      bad.Add(Cat(where, "timestamp: ", t.status().message()));
+      continue;
+    }
+    const std::string& v = row[static_cast<size_t>(value_col)];
+    double value = Observation::kMissing;
+    if (!v.empty()) {
+      char* end = nullptr;
+      value = std::strtod(v.c_str(), &end);
+      if (end == v.c_str() || *end != '\0' || !(value >= 0) || !(value <= max_value)) {
+        bad.Add(Cat(where, "value: \"", v, "\" is not a P99 in ", o.unit, " (a number from 0 to ",
+                    max_value, "; leave the field empty for a missing point)"));
+        continue;
+      }
+    }
+    if (!series.times.empty() && *t <= series.times.back()) {
+      bad.Add(Cat(where, "timestamp: ", row[static_cast<size_t>(ts_col)],
+                  *t == series.times.back() ? Cat(" repeats line ", previous_line,
+                                                  "; give one row per time")
+                                            : Cat(" is earlier than line ", previous_line,
+                                                  "; sort the file by time")));
+      continue;
+    }
+    series.times.push_back(*t);
+    series.values.push_back(value);
+    previous_line = table.line[r];
+  }
+  if (!bad.empty()) return absl::InvalidArgumentError(bad.Text());
+  if (series.times.empty()) return absl::InvalidArgumentError(Cat(o.file, ": no data rows"));
+  return series;
+}
+
 int ReplayFile(const Options& o) {
   const std::optional<double> unit = LatencyUnitSeconds(o.unit);
   if (!unit) return Fail(2, Cat("--unit: \"", o.unit, "\" is not one of ns, us, ms, s"));
@@ -270,7 +357,7 @@ int ReplayFile(const Options& o) {
                        ":1: header: expected the columns timestamp,value (a series) or "
                        "timestamp,latency_ms[,<stage>_ms...] (a request log)"));
   }
-  absl::StatusOr<TimeSeries> series = ReadTimeSeriesCsv(o.file);
+  absl::StatusOr<TimeSeries> series = ReadP99Series(o, *table, *unit);
   if (!series.ok()) return Fail(2, std::string(series.status().message()));
   SeriesReplay replay({{"file", std::filesystem::path(o.file).stem().string()}});
   for (size_t i = 0; i < series->values.size(); ++i) {

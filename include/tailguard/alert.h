@@ -50,7 +50,8 @@ using LabelSpan = std::span<const std::pair<std::string, std::string>>;
 
 // The statistics of one series at one evaluation tick. A view: `metric` and `labels` must stay
 // valid for the duration of AlertEngine::Observe() only; nothing is copied unless the series is
-// new. Any statistic that is not available this tick is NaN; NaN never breaches a threshold.
+// new. Any statistic that is not available this tick is NaN; NaN never breaches a threshold, and
+// out of Normal it holds the alert as no data (AlertEventKind::kNoData) rather than resolving it.
 struct Observation {
   static constexpr double kMissing = std::numeric_limits<double>::quiet_NaN();
 
@@ -210,9 +211,14 @@ struct AlertRule {
   std::vector<LabelMatcher> matchers;
   // Which statistic it compares. Default P99.
   Statistic stat = Statistic::kP99;
-  // 1..kMaxAlertTiers tiers, all relative or all absolute, strictly ascending. Empty: the
-  // engine uses DefaultAlertTiers() (which needs a latency statistic).
+  // 1..kMaxAlertTiers tiers, all relative or all absolute, strictly ascending (strictly
+  // descending when `below`). Empty: the engine uses DefaultAlertTiers() (which needs a latency
+  // statistic and is not for `below` rules).
   std::vector<AlertTier> tiers;
+  // Which side breaches: false, a value above a tier's threshold (`above:` in YAML); true, a
+  // value below it (`below:`), e.g. a rate that dropped: `stat: rate, below: 1`. A missing
+  // value breaches neither way.
+  bool below = false;
   DebounceOptions debounce;
   // Threshold changes while schedules are active.
   std::vector<ScheduleOverride> schedules;
@@ -328,8 +334,9 @@ struct AlertConfig {
   // routes have none. "" drops them. Default "default".
   std::string default_receiver = "default";
   // A series that has not been observed for this long while one of its rules is in PreAlert or
-  // Alert is evaluated as missing (every statistic NaN) at each Advance() or Observe(), so its
-  // alerts resolve after resolve_after instead of firing forever. 0 disables. Default 5 min.
+  // Alert is evaluated as missing (every statistic NaN) at each Advance() or Observe(): its
+  // alerts go to no data (AlertEventKind::kNoData) instead of showing a stale value. 0
+  // disables. Default 5 min.
   Duration stale_after = std::chrono::minutes(5);
   // Grouping for every receiver not listed in `receivers`, and the root of the route tree.
   RouteOptions route;
@@ -374,8 +381,12 @@ enum class AlertEventKind : uint8_t {
   kResolve,     // Alert -> Normal
   kEscalate,    // same state, higher tier
   kDeescalate,  // same state, lower tier
+  // Same state and tier: the statistic went missing (no requests in the window, or no baseline
+  // for a relative threshold) while in PreAlert or Alert. No data is not a recovery: the
+  // machine holds until data comes back, and only clean data seen after the gap resolves it.
+  kNoData,
 };
-// "pre_alert", "cancel", "fire", "resolve", "escalate", "deescalate".
+// "pre_alert", "cancel", "fire", "resolve", "escalate", "deescalate", "no_data".
 std::string_view AlertEventKindName(AlertEventKind k);
 
 // One transition of one (rule, series) state machine.
@@ -509,8 +520,12 @@ struct ActiveAlert {
   int tier = -1;
   std::string severity;
   WallTime since{};  // when it entered `state`
-  double value = 0;  // latest evaluation
+  double value = 0;  // latest evaluation, in the unit of `stat`
   double threshold = 0;
+  Statistic stat = Statistic::kP99;  // the statistic the rule watches
+  // True while the statistic is missing (see AlertEventKind::kNoData): the alert holds, shown
+  // as "no data", not resolved.
+  bool no_data = false;
 };
 
 // Counters; all only grow.
@@ -530,13 +545,19 @@ struct AlertEngineStats {
 // Evaluates rules against observations and reports events and notifications to a sink.
 //
 // The state machine, one per (rule, series), driven by each evaluation's highest breached tier
-// (-1 when the statistic is NaN or at or below every threshold):
+// (-1 when the statistic is NaN or at or below every threshold; at or above every one for a
+// `below` rule):
 //
 //   Normal   -> PreAlert  after pre_alert_after consecutive breaching evaluations (default 3);
 //   PreAlert -> Alert     once the breach has lasted alert_after since its first breaching
 //                         evaluation (default 30 s);
 //   PreAlert -> Normal    at the first evaluation that does not breach;
 //   Alert    -> Normal    after resolve_after continuously not breaching (default 1 min).
+//
+// No data: out of Normal, an evaluation whose statistic (or whose relative threshold's
+// baseline) is missing does not step the machine; the first of a gap is a kNoData event, and
+// when data comes back only clean time after the gap counts toward resolve_after and
+// deescalate_after. An outage that stops every request never resolves an alert.
 //
 // Tiers: PreAlert starts at the highest tier breached in each of the last pre_alert_after
 // evaluations. In PreAlert and Alert the machine escalates to a higher tier after

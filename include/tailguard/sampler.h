@@ -27,11 +27,14 @@ enum class Stage : uint8_t {
   kInterToken,
   kUpstream,  // a gateway's wait for the upstream server: request sent to response received
   kGateway,   // a gateway's own share of the request: total minus upstream
+  // Waiting in the model server's queue or dynamic batcher before inference started
+  // (Server-Timing "queue"). Last, so that the values above keep their numbers.
+  kQueue,
 };
-inline constexpr int kStageCount = 9;
+inline constexpr int kStageCount = 10;
 
 // "total", "feature_fetch", "preprocess", "inference", "postprocess", "first_token",
-// "inter_token", "upstream", "gateway".
+// "inter_token", "upstream", "gateway", "queue".
 std::string_view StageName(Stage s);
 
 // One request, as the sampler keeps it. Fixed size: copying it never allocates.

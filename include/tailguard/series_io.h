@@ -16,8 +16,17 @@ namespace tailguard {
 // InvalidArgument names the text and the accepted forms.
 absl::StatusOr<WallTime> ParseTimestamp(std::string_view text);
 
-// "YYYY-MM-DD HH:MM:SS" in UTC, as NAB writes it (fractions of a second dropped).
+// "YYYY-MM-DD HH:MM:SS" in UTC, as NAB writes it (fractions of a second dropped). For files in
+// NAB's format; what people read says its zone (FormatTimestampUtc).
 std::string FormatTimestamp(WallTime t);
+
+// Times for people, with the zone always shown: "YYYY-MM-DD HH:MM:SS UTC". What the CLI prints
+// (docs/times.md has the policy).
+std::string FormatTimestampUtc(WallTime t);
+
+// Times for machines: RFC 3339 in UTC with milliseconds, "YYYY-MM-DDTHH:MM:SS.mmmZ". What the API
+// and every JSON output use.
+std::string FormatRfc3339(WallTime t);
 
 // A CSV file: a header row and data rows, RFC 4180 quoting. line[i] is the 1-based line number
 // of rows[i] in the file, for error messages.

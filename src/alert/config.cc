@@ -277,7 +277,8 @@ class Parser : public YamlWalker {
     return d;
   }
 
-  std::vector<AlertTier> ParseTiers(const Item& at, Statistic stat) {
+  // `below` is set when the tiers are written with `below:`; every tier must agree.
+  std::vector<AlertTier> ParseTiers(const Item& at, Statistic stat, bool* below) {
     if (at.node.IsScalar()) {
       if (at.node.Scalar() != "default") {
         Fail(at, "expected a list of tiers or \"default\"");
@@ -288,18 +289,30 @@ class Parser : public YamlWalker {
     for (const Item& e : List(at)) {
       AlertTier t;
       t.severity = DefaultSeverity(tiers.size());
+      bool tier_below = false;
       if (e.node.IsScalar()) {
         Alias(e.path + ".above", e.path);
         t.above = ParseThreshold(e, stat);
       } else {
-        MapItem m = Map(e, {"above", "severity", "receivers", "actions"});
+        MapItem m = Map(e, {"above", "below", "severity", "receivers", "actions"});
         const Item* above = m.Get("above");
-        if (above == nullptr) Fail(e.mark, m.PathOf("above"), "required");
-        t.above = ParseThreshold(*above, stat);
+        const Item* below_field = m.Get("below");
+        if (above != nullptr && below_field != nullptr) {
+          Fail(*below_field, "a tier has above or below, not both");
+        }
+        if (above == nullptr && below_field == nullptr) {
+          Fail(e.mark, m.PathOf("above"), "required (or below, for a drop)");
+        }
+        tier_below = below_field != nullptr;
+        t.above = ParseThreshold(tier_below ? *below_field : *above, stat);
         if (const Item* f = m.Get("severity")) t.severity = Name(*f);
         if (const Item* f = m.Get("receivers")) t.receivers = Names(*f);
         if (const Item* f = m.Get("actions")) t.actions = Names(*f);
       }
+      if (!tiers.empty() && tier_below != *below) {
+        Fail(e, "every tier of a rule breaches on the same side: all above or all below");
+      }
+      *below = tier_below;
       tiers.push_back(std::move(t));
     }
     if (tiers.empty()) Fail(at, "needs at least one tier");
@@ -433,8 +446,9 @@ class Parser : public YamlWalker {
   }
 
   AlertRule ParseRule(const Item& at) {
-    MapItem m = Map(at, {"name", "select", "stat", "preset", "above", "severity", "receivers",
-                         "actions", "tiers", "debounce", "schedules", "labels", "annotations"});
+    MapItem m = Map(at, {"name", "select", "stat", "preset", "above", "below", "severity",
+                         "receivers", "actions", "tiers", "debounce", "schedules", "labels",
+                         "annotations"});
     AlertRule r;
     const Item* name = m.Get("name");
     if (name == nullptr) Fail(at.mark, m.PathOf("name"), "required");
@@ -446,7 +460,16 @@ class Parser : public YamlWalker {
     }
     const Item* preset_field = m.Get("preset");
     const Item* above = m.Get("above");
+    const Item* below = m.Get("below");
     const Item* tiers = m.Get("tiers");
+    if (above != nullptr && below != nullptr) {
+      Fail(*below, "a rule has above or below, not both");
+    }
+    if (below != nullptr) {
+      r.below = true;
+      above = below;  // the one tier's threshold; which side it breaches is r.below
+      Alias(m.PathOf("tiers[0].below"), below->path);
+    }
     if (preset_field != nullptr) {
       const std::string preset_name = Str(*preset_field);
       const ScenarioPreset* preset = FindScenarioPreset(preset_name);
@@ -456,7 +479,7 @@ class Parser : public YamlWalker {
           known += Cat(known.empty() ? "" : ", ", p.name);
         Fail(*preset_field, Cat("unknown preset \"", preset_name, "\" (known: ", known, ")"));
       }
-      for (const char* key : {"stat", "above", "tiers"}) {
+      for (const char* key : {"stat", "above", "below", "tiers"}) {
         if (const Item* f = m.Get(key)) {
           Fail(*f, Cat("cannot be combined with preset \"", preset_name, "\""));
         }
@@ -476,18 +499,20 @@ class Parser : public YamlWalker {
         r.stat = *stat;
       }
       if (above != nullptr) {
-        if (tiers != nullptr) Fail(*tiers, "cannot be combined with above");
+        if (tiers != nullptr) Fail(*tiers, r.below ? "cannot be combined with below"
+                                                   : "cannot be combined with above");
         r.tiers.push_back(SingleTier(m, ParseThreshold(*above, r.stat)));
         Alias(m.PathOf("tiers[0]"), m.path);
       } else {
         for (const char* key : {"severity", "receivers", "actions"}) {
           if (const Item* f = m.Get(key)) {
             Fail(*f, tiers != nullptr ? "belongs to each tier when the rule has tiers"
-                                      : "needs above or preset (the default tiers have their own)");
+                                      : "needs above, below or preset (the default tiers have "
+                                        "their own)");
           }
         }
         if (tiers != nullptr) {
-          r.tiers = ParseTiers(*tiers, r.stat);
+          r.tiers = ParseTiers(*tiers, r.stat, &r.below);
         } else if (IsLatencyStatistic(r.stat)) {
           r.tiers = default_tiers_;
         } else {
@@ -577,7 +602,11 @@ AlertConfig Parser::Parse(const YAML::Node& root) {
   if (const Item* f = top.Get("defaults")) {
     MapItem m = Map(*f, {"debounce", "tiers"});
     if (const Item* d = m.Get("debounce")) default_debounce_ = ParseDebounce(*d);
-    if (const Item* t = m.Get("tiers")) default_tiers_ = ParseTiers(*t, Statistic::kP99);
+    if (const Item* t = m.Get("tiers")) {
+      bool below = false;
+      default_tiers_ = ParseTiers(*t, Statistic::kP99, &below);
+      if (below) Fail(*t, "the default tiers are above the baseline: below belongs to a rule");
+    }
   }
   if (const Item* f = top.Get("schedules")) {
     for (const Item& e : List(*f)) c.schedules.push_back(ParseSchedule(e));

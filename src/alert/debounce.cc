@@ -18,6 +18,13 @@ bool DebounceMachine::IsIdleAt(WallTime t, Duration horizon) const {
   return true;
 }
 
+void DebounceMachine::DataResumed(WallTime t) {
+  for (int k = 0; k < kMaxAlertTiers; ++k) {
+    // Tiers never breached stay so: they do not hold a de-escalation back.
+    if (streak_[k] == 0 && clean_since_[k] != WallTime::min()) clean_since_[k] = t;
+  }
+}
+
 DebounceSnapshot DebounceMachine::Save() const {
   return {state_, tier_, since_, breach_start_, streak_, clean_since_};
 }

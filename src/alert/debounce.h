@@ -66,6 +66,11 @@ class DebounceMachine {
   // First evaluation of the current breach (meaningful while streak[0] > 0 or not Normal).
   WallTime breach_start() const { return breach_start_; }
 
+  // Data came back at `t` after a gap during which the machine was not stepped (the statistic
+  // was missing). Clean time seen before the gap does not count toward resolving or
+  // de-escalating: an alert resolves only after resolve_after of clean data after the gap.
+  void DataResumed(WallTime t);
+
   // True when the machine behaves like a new one at every step after `t` for a rule whose
   // resolve_after and deescalate_after are at most `horizon`: Normal, no breach being counted,
   // and every tier clean for at least `horizon` at `t`.

@@ -59,6 +59,9 @@ struct RuleState {
   DebounceMachine machine;
   double value = kNaN;
   double threshold = kNaN;          // of the current tier (tier 0 in Normal)
+  // Out of Normal with the statistic missing: the machine holds (AlertEventKind::kNoData).
+  // Restored from a saved NaN `value`.
+  bool no_data = false;
   std::unique_ptr<LiveAlert> live;  // while in Alert
 };
 
@@ -160,7 +163,9 @@ class AlertEngineImpl final : public AlertEngine {
   // AlertEngine
   void Observe(const Observation& obs) override {
     ++stats_.observations;
-    EvaluateStale(obs.time);
+    // Just before this observation: a series that was stale and reports again here is
+    // evaluated as missing before, not in place of, its observation at obs.time.
+    EvaluateStale(obs.time - Duration(1));
     grouper_.Advance(obs.time - Duration(1));
     SeriesEntry& series = FindOrAdd(obs.metric, obs.labels);
     if (obs.time <= series.last_time) {
@@ -221,7 +226,7 @@ class AlertEngineImpl final : public AlertEngine {
           const AlertRule& rule = *rules_[s.rule].rule;
           out.push_back({rule.name, e->key, s.machine.state(), s.machine.tier(),
                          rule.tiers[s.machine.tier()].severity, s.machine.since(), s.value,
-                         s.threshold});
+                         s.threshold, rule.stat, s.no_data});
         }
       }
     }
@@ -336,6 +341,8 @@ class AlertEngineImpl final : public AlertEngine {
         st->machine.Load(d);
         st->value = m.value;
         st->threshold = m.threshold;
+        st->no_data =
+            d.state != AlertState::kNormal && (std::isnan(m.value) || std::isnan(m.threshold));
         if (d.state != AlertState::kAlert) continue;
         auto live = std::make_unique<LiveAlert>();
         live->rule = r.rule->name;
@@ -454,6 +461,7 @@ class AlertEngineImpl final : public AlertEngine {
     const RuleRuntime& r = rules_[state.rule];
     const double value = obs.Get(r.rule->stat);
     const ThresholdSet& set = Thresholds(r, active);
+    const bool below = r.rule->below;
     std::array<double, kMaxAlertTiers> threshold{};
     int breached = -1;
     for (int k = 0; k < r.tiers; ++k) {
@@ -463,7 +471,32 @@ class AlertEngineImpl final : public AlertEngine {
       threshold[k] = t.kind == Threshold::Kind::kAbsolute ? t.value
                      : obs.baseline_p99 > 0               ? obs.baseline_p99 * (1 + t.value)
                                                           : Observation::kMissing;
-      if (value > threshold[k]) breached = k;  // false for NaN
+      if (below ? value < threshold[k] : value > threshold[k]) breached = k;  // false for NaN
+    }
+    // No data (the statistic, or the baseline a relative threshold needs, is missing) says
+    // nothing about recovery: out of Normal the machine holds, marked, until data comes back.
+    const bool missing = std::isnan(value) || std::isnan(threshold[0]);
+    if (state.machine.state() != AlertState::kNormal) {
+      if (missing) {
+        const bool gap_starts = !state.no_data;
+        state.no_data = true;
+        state.value = value;
+        if (state.live != nullptr) {
+          state.live->value = value;
+          state.live->baseline_p99 = obs.baseline_p99;
+        }
+        if (gap_starts) {
+          const int tier = state.machine.tier();
+          Handle(series, state, r, obs, value, threshold, set,
+                 {AlertEventKind::kNoData, state.machine.state(), state.machine.state(), tier,
+                  tier});
+        }
+        return;
+      }
+      if (state.no_data) {
+        state.no_data = false;
+        state.machine.DataResumed(obs.time);
+      }
     }
     Transition transitions[DebounceMachine::kMaxTransitions];
     const int n = state.machine.Step(obs.time, breached, r.tiers, r.rule->debounce, transitions);
@@ -502,9 +535,11 @@ class AlertEngineImpl final : public AlertEngine {
     e.baseline_p99 = obs.baseline_p99;
     e.breach_start = state.machine.breach_start();
     if (set.schedule >= 0) e.schedule = config_.schedules[set.schedule].name;
-    if (t.to_state == AlertState::kAlert) e.actions = r.actions[t.to_tier];
+    const bool no_data = t.kind == AlertEventKind::kNoData;
+    if (t.to_state == AlertState::kAlert && !no_data) e.actions = r.actions[t.to_tier];
     ++stats_.events;
     sink_.OnEvent(e);
+    if (no_data) return;  // the alert, its tier and its routing stay as they were
 
     if (t.kind == AlertEventKind::kFire) {
       auto live = std::make_unique<LiveAlert>();

@@ -85,6 +85,8 @@ std::string_view AlertEventKindName(AlertEventKind k) {
       return "escalate";
     case AlertEventKind::kDeescalate:
       return "deescalate";
+    case AlertEventKind::kNoData:
+      return "no_data";
   }
   return "?";
 }

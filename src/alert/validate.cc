@@ -187,7 +187,7 @@ std::optional<ConfigIssue> CheckInhibitRules(const std::vector<InhibitRule>& rul
 // Checks a list of thresholds, one per tier, as found at `path_of(k)`.
 template <typename PathOf>
 std::optional<ConfigIssue> CheckThresholds(std::span<const Threshold> thresholds, Statistic stat,
-                                           PathOf path_of) {
+                                           bool below, PathOf path_of) {
   for (size_t k = 0; k < thresholds.size(); ++k) {
     const Threshold& t = thresholds[k];
     if (!std::isfinite(t.value)) return ConfigIssue{path_of(k), "must be a finite number"};
@@ -205,7 +205,12 @@ std::optional<ConfigIssue> CheckThresholds(std::span<const Threshold> thresholds
         return ConfigIssue{path_of(k),
                            "mixes relative (\"+10%\") and absolute thresholds in one rule"};
       }
-      if (!(t.value > thresholds[k - 1].value)) {
+      if (below && !(t.value < thresholds[k - 1].value)) {
+        return ConfigIssue{path_of(k),
+                           "must be below the previous tier's threshold (a below rule's tiers "
+                           "descend: each is a deeper drop)"};
+      }
+      if (!below && !(t.value > thresholds[k - 1].value)) {
         return ConfigIssue{path_of(k), "must be above the previous tier's threshold"};
       }
     }
@@ -239,8 +244,14 @@ std::optional<ConfigIssue> CheckRule(const AlertConfig& c, const AlertRule& r,
   }
   std::vector<Threshold> base;
   for (const AlertTier& t : r.tiers) base.push_back(t.above);
-  if (auto issue = CheckThresholds(base, r.stat,
-                                   [&](size_t k) { return Cat(At(tiers_path, k), ".above"); })) {
+  if (r.below && r.tiers.empty()) {
+    return ConfigIssue{tiers_path,
+                       "a below rule needs its own thresholds (below or tiers): the default tiers "
+                       "are above the baseline"};
+  }
+  const char* side = r.below ? ".below" : ".above";
+  if (auto issue = CheckThresholds(base, r.stat, r.below,
+                                   [&](size_t k) { return Cat(At(tiers_path, k), side); })) {
     return issue;
   }
   for (size_t k = 0; k < r.tiers.size(); ++k) {
@@ -295,7 +306,7 @@ std::optional<ConfigIssue> CheckRule(const AlertConfig& c, const AlertRule& r,
       return ConfigIssue{op + ".thresholds", Cat("has ", o.thresholds.size(), " thresholds for ",
                                                  tier_count, " tiers")};
     }
-    if (auto issue = CheckThresholds(o.thresholds, r.stat,
+    if (auto issue = CheckThresholds(o.thresholds, r.stat, r.below,
                                      [&](size_t k) { return At(op + ".thresholds", k); })) {
       return issue;
     }

@@ -180,6 +180,17 @@ std::string FormatTimestamp(WallTime t) {
   return buf;
 }
 
+std::string FormatTimestampUtc(WallTime t) { return FormatTimestamp(t) + " UTC"; }
+
+std::string FormatRfc3339(WallTime t) {
+  const auto ms = std::chrono::floor<std::chrono::milliseconds>(t.time_since_epoch());
+  std::string s = FormatTimestamp(t);
+  s[10] = 'T';
+  char frac[8];
+  std::snprintf(frac, sizeof(frac), ".%03dZ", static_cast<int>(((ms.count() % 1000) + 1000) % 1000));
+  return s + frac;
+}
+
 namespace {
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {

@@ -45,6 +45,8 @@ std::string_view StageName(Stage s) {
       return "upstream";
     case Stage::kGateway:
       return "gateway";
+    case Stage::kQueue:
+      return "queue";
   }
   return "unknown";
 }

@@ -40,15 +40,7 @@ json LabelsJson(const Labels& labels) {
   return out;
 }
 
-std::string TimeText(WallTime t) {
-  // RFC 3339 with milliseconds, UTC.
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch());
-  std::string s = FormatTimestamp(t);  // "YYYY-MM-DD HH:MM:SS"
-  s[10] = 'T';
-  char frac[8];
-  std::snprintf(frac, sizeof(frac), ".%03lldZ", static_cast<long long>(ms.count() % 1000));
-  return s + frac;
-}
+std::string TimeText(WallTime t) { return FormatRfc3339(t); }
 
 // The value of `key` in a query string ("a=1&b=2"), percent-decoded; nullopt when absent.
 std::optional<std::string> QueryParam(std::string_view query, std::string_view key) {
@@ -479,11 +471,15 @@ ApiResponse Api::Series(std::string_view query) const {
       return Error(400, "bad_request",
                    Cat("sort: expected \"worst\" or \"key\", got \"", *sort, "\""));
     }
-    // Worst first: the alert state, then the anomaly score, then P99; ties by key.
+    // Worst first: the alert state, then how far the P99 is from its baseline (on a log scale,
+    // so a collapse counts like a spike; the dashboard's overview ranks the same way), then the
+    // anomaly score, then P99; ties by key.
     auto rank = [](const SeriesSnapshot& s) {
       auto v = [](double x) { return std::isnan(x) ? -1.0 : x; };
-      return std::make_tuple(static_cast<int>(s.alert_state), v(s.stats.anomaly_score),
-                             v(s.stats.p99));
+      const double p = s.stats.p99, b = s.stats.baseline_p99;
+      const double distance = p > 0 && b > 0 ? std::abs(std::log(p / b)) : 0.0;
+      return std::make_tuple(static_cast<int>(s.alert_state), distance,
+                             v(s.stats.anomaly_score), v(s.stats.p99));
     };
     std::sort(snapshot.begin(), snapshot.end(),
               [&](const SeriesSnapshot& a, const SeriesSnapshot& b) {
@@ -503,7 +499,7 @@ ApiResponse Api::Series(std::string_view query) const {
               {"labels", LabelsJson(s.series->labels())},
               {"rate", Num(s.rate)},
               {"error_ratio", Num(s.error_ratio)},
-              {"alert_state", AlertStateName(s.alert_state)},
+              {"alert_state", s.no_data ? std::string_view("no_data") : AlertStateName(s.alert_state)},
               {"severity", s.severity}});
     // Everything since start, for comparing with Prometheus' histogram_quantile over the
     // exported counters.
@@ -696,7 +692,10 @@ ApiResponse Api::Alerts(std::string_view query) const {
     active.push_back({{"rule", a.rule},
                       {"series", a.series},
                       {"series_id", LiveLoop::SeriesId(a.series)},
-                      {"state", AlertStateName(a.state)},
+                      {"statistic", StatisticName(a.stat)},
+                      // "no_data" while the alert holds for want of data (docs/alerting.md)
+                      {"state", a.no_data ? std::string_view("no_data") : AlertStateName(a.state)},
+                      {"no_data", a.no_data},
                       {"tier", a.tier},
                       {"severity", a.severity},
                       {"since", TimeText(a.since)},
@@ -901,6 +900,7 @@ ApiResponse Api::Events(std::string_view query) const {
     }
     if (!e.severity.empty()) j["severity"] = e.severity;
     if (!e.receiver.empty()) j["receiver"] = e.receiver;
+    if (!e.statistic.empty()) j["statistic"] = e.statistic;
     if (!std::isnan(e.value)) j["value"] = Num(e.value);
     if (!std::isnan(e.threshold)) j["threshold"] = Num(e.threshold);
     if (!std::isnan(e.baseline_p99)) j["baseline_p99"] = Num(e.baseline_p99);

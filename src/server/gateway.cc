@@ -38,6 +38,7 @@
 #include "server/stream.h"
 #include "store/feature_store.h"
 #include "store/history_store.h"
+#include "store/store_lock.h"
 
 namespace tailguard::server {
 namespace {
@@ -289,6 +290,8 @@ struct Gateway::Impl {
   std::vector<std::unique_ptr<UpstreamState>> upstreams;
   std::vector<tcp::endpoint> upstream_endpoints;  // parallel to upstreams
   std::vector<RouteRuntime> routes;               // parallel to config().routes
+  // Held while the gateway runs: no second gateway on the same store (store/store_lock.h).
+  std::unique_ptr<store::StoreLock> store_lock;
   // The alert pipeline's persistence and delivery; null without store.path. Declared before
   // the loop, so the loop (which uses the journal) goes first.
   std::unique_ptr<store::EventStore> store;
@@ -1802,6 +1805,11 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Create(GatewayOptions options)
   loop_options.tick = cfg.tick;
   loop_options.log = g->options.log;
   if (!cfg.store.path.empty()) {
+    // One gateway per store: a second one would deliver every notification twice.
+    absl::StatusOr<std::unique_ptr<store::StoreLock>> lock =
+        store::StoreLock::Acquire(cfg.store.path);
+    if (!lock.ok()) return lock.status();
+    g->store_lock = std::move(*lock);
     absl::StatusOr<std::unique_ptr<store::EventStore>> store =
         store::EventStore::Open(cfg.store.path);
     if (!store.ok()) {

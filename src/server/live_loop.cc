@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "alert/notify/journal.h"
+#include "alert/notify/render.h"
 #include "common/format.h"
 #include "common/strings.h"
 #include "store/history_store.h"
@@ -359,6 +360,7 @@ void LiveLoop::Tick() {
     if (it != by_key.end() && a.state > it->second->alert_state) {
       it->second->alert_state = a.state;
       it->second->severity = a.severity;
+      it->second->no_data = a.no_data;
     }
   }
   snapshot_ = std::move(snapshot);
@@ -421,7 +423,7 @@ std::vector<WallTime> LiveLoop::MinutesEnded(WallTime now) {
 void LiveLoop::PushEvent(TimelineEvent e) {
   e.id = next_event_id_++;
   if (options_.log != nullptr) {
-    std::fprintf(options_.log, "tailguard: %s %s\n", FormatTimestamp(e.time).c_str(),
+    std::fprintf(options_.log, "tailguard: %s %s\n", FormatTimestampUtc(e.time).c_str(),
                  e.message.c_str());
     std::fflush(options_.log);
   }
@@ -438,17 +440,16 @@ void LiveLoop::OnEvent(const AlertEvent& event) {
   e.rule = event.rule;
   e.series = event.series;
   e.severity = event.severity;
+  e.statistic = std::string(StatisticName(event.stat));
   e.value = event.value;
   e.threshold = event.threshold;
   e.baseline_p99 = event.baseline_p99;
-  const bool latency = IsLatencyStatistic(event.stat);
-  auto show = [&](double v) {
-    if (std::isnan(v)) return std::string("n/a");
-    return latency ? FormatDuration(v * 1e9) : std::to_string(v).substr(0, 6);
-  };
+  // Each statistic in its own unit, as the notifications show it.
+  const auto show = [&](Statistic s, double v) { return notify::FormatStatValue(s, v); };
   e.message = Cat(e.kind, " ", event.severity, " ", event.rule, " on ", event.series, ": ",
-                  StatisticName(event.stat), " ", show(event.value), " (threshold ",
-                  show(event.threshold), ", baseline ", show(event.baseline_p99), ")");
+                  StatisticName(event.stat), " ", show(event.stat, event.value), " (threshold ",
+                  show(event.stat, event.threshold), ", baseline P99 ",
+                  show(Statistic::kP99, event.baseline_p99), ")");
   PushEvent(std::move(e));
 }
 

@@ -104,6 +104,7 @@ struct SeriesSnapshot {
   double rate = 0;                               // requests per second over the window
   double error_ratio = Observation::kMissing;    // only for the total stage of a route
   AlertState alert_state = AlertState::kNormal;  // the worst over the rules
+  bool no_data = false;  // that worst alert holds for want of data (AlertEventKind::kNoData)
   std::string severity;                          // of the worst alert, "" when normal
 };
 
@@ -119,6 +120,7 @@ struct TimelineEvent {
   std::string series;  // key ("" for a notification)
   std::string severity;
   std::string receiver;  // notifications only
+  std::string statistic;  // alerts: the rule's statistic (StatisticName), the unit of value
   double value = Observation::kMissing;
   double threshold = Observation::kMissing;
   double baseline_p99 = Observation::kMissing;

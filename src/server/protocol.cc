@@ -617,6 +617,10 @@ std::optional<Stage> StageForServerTiming(std::string_view name) {
       {"post", Stage::kPostprocess},
       {"postprocess", Stage::kPostprocess},
       {"postprocessing", Stage::kPostprocess},
+      {"queue", Stage::kQueue},
+      {"queue_wait", Stage::kQueue},
+      {"queueing", Stage::kQueue},
+      {"queuing", Stage::kQueue},
   };
   char buf[16];
   if (name.size() > sizeof(buf)) return std::nullopt;

@@ -61,6 +61,7 @@ std::vector<ServerTimingMetric> ParseServerTiming(std::string_view header_value,
 //   pre, preprocess, preprocessing                           -> kPreprocess
 //   infer, inference, model, compute                         -> kInference
 //   post, postprocess, postprocessing                        -> kPostprocess
+//   queue, queue_wait, queueing, queuing                     -> kQueue
 // nullopt for any other name.
 std::optional<Stage> StageForServerTiming(std::string_view name);
 

@@ -487,6 +487,16 @@ absl::Status EventStore::RecordEvent(const AlertEvent& e) {
       TG_RETURN_IF_ERROR(up.Run());
       break;
     }
+    case AlertEventKind::kNoData: {
+      // The episode goes on: no data is not its end. Its value is now unknown.
+      if (alert_id == 0) break;
+      TG_ASSIGN_OR_RETURN(
+          Statement up,
+          db_.Prepare("UPDATE alerts SET value = ?2, updated_at = ?3 WHERE id = ?1"));
+      up.Bind(1, alert_id).Bind(2, e.value).Bind(3, Ns(e.time));
+      TG_RETURN_IF_ERROR(up.Run());
+      break;
+    }
     case AlertEventKind::kCancel:
     case AlertEventKind::kResolve: {
       if (alert_id == 0) break;  // nothing to end; the transition is still recorded

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "common/series_id.h"
 #include "common/strings.h"
 #include "store/label_text.h"
 #include "store/schema.h"
@@ -151,16 +152,7 @@ struct Statements {
 
 }  // namespace
 
-std::string HistorySeriesId(std::string_view key) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : key) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016" PRIx64, h);
-  return buf;
-}
+std::string HistorySeriesId(std::string_view key) { return SeriesId(key); }
 
 absl::StatusOr<std::unique_ptr<HistoryStore>> HistoryStore::Open(const std::string& path) {
   if (path == ":memory:") {

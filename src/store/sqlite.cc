@@ -80,11 +80,19 @@ absl::StatusOr<Database> Database::Open(const std::string& path) {
   sqlite3_extended_result_codes(raw, 1);
   sqlite3_busy_timeout(raw, kBusyTimeoutMs);
 
-  // The first statement reads the file header: a file that is not a database fails here.
+  // The first statement reads the file header: a file that is not a database fails here, and
+  // is said so in words (SQLite's own: 'prepare "PRAGMA journal_mode=WAL": file is not a
+  // database').
+  const auto not_a_store = [&](const absl::Status& st) -> absl::Status {
+    if (sqlite3_errcode(raw) != SQLITE_NOTADB) return st;
+    return absl::DataLossError(
+        Cat(path, " is not a tailguard store (not an SQLite database): check the path given "
+                  "(--db, --store, store.path), or move this file away to start a new store"));
+  };
   absl::StatusOr<Statement> wal = db.Prepare("PRAGMA journal_mode=WAL");
-  if (!wal.ok()) return wal.status();
+  if (!wal.ok()) return not_a_store(wal.status());
   absl::StatusOr<bool> row = wal->Step();
-  if (!row.ok()) return row.status();
+  if (!row.ok()) return not_a_store(row.status());
   std::string mode = *row ? wal->ColumnText(0) : "";
   if (path != ":memory:" && mode != "wal") {
     return absl::FailedPreconditionError(

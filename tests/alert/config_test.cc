@@ -273,7 +273,8 @@ TEST(AlertConfigTest, ErrorsNameFileLineAndField) {
       StartsWith(R"(rules.yaml:6: rules[2].tiers[0].above: expected a percentage like "+10%")"));
   EXPECT_EQ(ErrorOf("rules:\n  - name: a\n    tierz: []\n"),
             "rules.yaml:3: rules[0].tierz: unknown field (expected one of: name, select, stat, "
-            "preset, above, severity, receivers, actions, tiers, debounce, schedules, labels, "
+            "preset, above, below, severity, receivers, actions, tiers, debounce, schedules, "
+            "labels, "
             "annotations)");
   EXPECT_EQ(ErrorOf("rules:\n  - name: a\n    stat: p95\n"),
             "rules.yaml:3: rules[0].stat: unknown statistic \"p95\" (expected one of p50, p90, "
@@ -319,6 +320,42 @@ TEST(AlertConfigTest, ErrorsNameFileLineAndField) {
             "receivers, defaults, schedules, maintenance, inhibit_rules, rules");
   // YAML syntax errors keep yaml-cpp's message and line.
   EXPECT_THAT(ErrorOf("rules:\n  - name: a\n    tiers: [\n"), StartsWith("rules.yaml:"));
+}
+
+TEST(AlertConfigTest, BelowRulesForDrops) {
+  absl::StatusOr<AlertConfig> c = ParseAlertConfig(R"(rules:
+  - {name: drop, stat: rate, below: 5}
+  - name: tiers
+    stat: rate
+    tiers:
+      - {below: 10, severity: warning}
+      - {below: 1, severity: critical}
+  - {name: up, stat: rate, above: 500}
+)",
+                                                   "rules.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  const AlertRule* drop = FindRule(*c, "drop");
+  ASSERT_NE(drop, nullptr);
+  EXPECT_TRUE(drop->below);
+  ASSERT_EQ(drop->tiers.size(), 1u);
+  EXPECT_EQ(drop->tiers[0].above.value, 5);
+  EXPECT_TRUE(FindRule(*c, "tiers")->below);
+  EXPECT_EQ(FindRule(*c, "tiers")->tiers[1].above.value, 1);
+  EXPECT_FALSE(FindRule(*c, "up")->below);
+
+  EXPECT_EQ(ErrorOf("rules:\n  - {name: a, stat: rate, above: 1, below: 2}\n"),
+            "rules.yaml:2: rules[0].below: a rule has above or below, not both");
+  EXPECT_EQ(ErrorOf("rules:\n  - name: a\n    stat: rate\n    tiers:\n      - {below: 1}\n"
+                    "      - {below: 5}\n"),
+            "rules.yaml:6: rules[0].tiers[1].below: must be below the previous tier's threshold (a "
+            "below rule's tiers descend: each is a deeper drop)");
+  EXPECT_EQ(ErrorOf("rules:\n  - name: a\n    stat: rate\n    tiers:\n      - {below: 5}\n"
+                    "      - {above: 9}\n"),
+            "rules.yaml:6: rules[0].tiers[1]: every tier of a rule breaches on the same side: all "
+            "above or all below");
+  EXPECT_EQ(ErrorOf("rules:\n  - {name: a, stat: rate, below: 5ms}\n"),
+            "rules.yaml:2: rules[0].below: a duration needs a latency stat, not rate; give a "
+            "plain number");
 }
 
 TEST(AlertConfigTest, ValidationErrorsPointAtTheLine) {
@@ -500,8 +537,10 @@ TEST(AlertEngineRegressionTest, NonPositiveBaselineNeverBreachesRelativeTiers) {
 namespace tailguard {
 namespace {
 
-// Regression (review): an alert whose series stopped reporting fired forever.
-TEST(AlertEngineRegressionTest, AStaleSeriesResolves) {
+// Regression (review): an alert whose series stopped reporting showed its last value forever.
+// Regression (issue 16): it then resolved as if it had recovered. Now it goes to no data and
+// holds until data shows the recovery.
+TEST(AlertEngineRegressionTest, AStaleSeriesGoesToNoDataAndDoesNotResolve) {
   absl::StatusOr<AlertConfig> config =
       ParseAlertConfig("stale_after: 5m\nrules:\n  - {name: slow, above: 200ms}\n", "r.yaml");
   ASSERT_TRUE(config.ok()) << config.status();
@@ -510,24 +549,39 @@ TEST(AlertEngineRegressionTest, AStaleSeriesResolves) {
   ASSERT_TRUE(engine.ok());
   const Labels labels = {{"model", "m"}};
   const WallTime t0 = FakeClock::DefaultStart();
-  for (int s = 0; s <= 60; s += 10) {
+  const auto observe = [&](int s, double p99) {
     Observation o;
     o.time = t0 + std::chrono::seconds(s);
     o.metric = "tailguard_request_duration_seconds";
     o.labels = labels;
-    o.p99 = 0.5;
+    o.p99 = p99;
     (*engine)->Observe(o);
-  }
+  };
+  for (int s = 0; s <= 60; s += 10) observe(s, 0.5);
   ASSERT_EQ((*engine)->ActiveAlerts().size(), 1u);
   ASSERT_EQ((*engine)->ActiveAlerts()[0].state, AlertState::kAlert);
-  // The series goes silent. Within stale_after nothing changes; after it, and resolve_after
-  // (1 min) of missing evaluations, the alert resolves.
-  for (int m = 1; m <= 15; ++m) (*engine)->Advance(t0 + std::chrono::minutes(m));
-  EXPECT_TRUE((*engine)->ActiveAlerts().empty());
+  EXPECT_FALSE((*engine)->ActiveAlerts()[0].no_data);
+  // The series goes silent. Within stale_after nothing changes; after it, the alert is in no
+  // data (one event), and stays so.
+  for (int m = 1; m <= 5; ++m) (*engine)->Advance(t0 + std::chrono::minutes(m));
+  EXPECT_FALSE((*engine)->ActiveAlerts()[0].no_data);
+  for (int m = 6; m <= 60; ++m) (*engine)->Advance(t0 + std::chrono::minutes(m));
+  ASSERT_EQ((*engine)->ActiveAlerts().size(), 1u);
+  EXPECT_EQ((*engine)->ActiveAlerts()[0].state, AlertState::kAlert);
+  EXPECT_TRUE((*engine)->ActiveAlerts()[0].no_data);
   ASSERT_FALSE(sink.events.empty());
-  EXPECT_EQ(sink.events.back().kind, AlertEventKind::kResolve);
+  EXPECT_EQ(sink.events.back().kind, AlertEventKind::kNoData);
   EXPECT_GE(sink.events.back().time, t0 + std::chrono::minutes(6));
-  EXPECT_LE(sink.events.back().time, t0 + std::chrono::minutes(9));
+  EXPECT_LE(sink.events.back().time, t0 + std::chrono::minutes(8));
+  size_t no_data_events = 0;
+  for (const AlertEvent& e : sink.events) no_data_events += e.kind == AlertEventKind::kNoData;
+  EXPECT_EQ(no_data_events, 1u);
+  // Reporting again, clean: resolved a minute (resolve_after) after the data came back.
+  for (int s = 3700; s < 3760; s += 10) observe(s, 0.1);
+  EXPECT_EQ((*engine)->ActiveAlerts().size(), 1u);
+  observe(3760, 0.1);
+  EXPECT_TRUE((*engine)->ActiveAlerts().empty());
+  EXPECT_EQ(sink.events.back().kind, AlertEventKind::kResolve);
 }
 
 }  // namespace

@@ -140,9 +140,99 @@ TEST_F(EngineTest, MissingStatisticsNeverBreach) {
   ASSERT_FALSE(sink_.events.empty());
   for (const AlertEvent& e : sink_.events) EXPECT_EQ(e.rule, "abs");
   EXPECT_EQ(engine_->StateOf("abs", kMetric, labels_), AlertState::kAlert);
-  // A firing alert whose statistic goes missing resolves like a clear one.
-  Run(200, 61, kNaN);
+}
+
+// Regression (issue 16): when traffic stopped, alerts resolved and the message read "P99 n/a,
+// threshold n/a": an outage looked like the end of the incident.
+TEST_F(EngineTest, NoDataHoldsAFiringAlertInsteadOfResolvingIt) {
+  Load("rules:\n  - name: abs\n    above: 200ms\n");
+  Run(0, 40, 0.5);
+  ASSERT_EQ(engine_->StateOf("abs", kMetric, labels_), AlertState::kAlert);
+  const size_t before = sink_.events.size();
+  Run(40, 600, kNaN);  // ten minutes without a request
+  EXPECT_EQ(engine_->StateOf("abs", kMetric, labels_), AlertState::kAlert);
+  ASSERT_EQ(sink_.events.size(), before + 1);  // one no_data event, not one per evaluation
+  const AlertEvent& gap = sink_.events.back();
+  EXPECT_EQ(gap.kind, AlertEventKind::kNoData);
+  EXPECT_EQ(gap.time, T0() + seconds(40));
+  EXPECT_EQ(gap.from_state, AlertState::kAlert);
+  EXPECT_EQ(gap.to_state, AlertState::kAlert);
+  EXPECT_TRUE(std::isnan(gap.value));
+  EXPECT_TRUE(gap.actions.empty());
+  std::vector<ActiveAlert> active = engine_->ActiveAlerts();
+  ASSERT_EQ(active.size(), 1u);
+  EXPECT_TRUE(active[0].no_data);
+  EXPECT_EQ(active[0].stat, Statistic::kP99);
+  // Data back and clean: the gap does not count as clean time, a full resolve_after (1 min)
+  // of clean data does.
+  Run(640, 60, 0.1);
+  EXPECT_EQ(engine_->StateOf("abs", kMetric, labels_), AlertState::kAlert);
+  EXPECT_FALSE(engine_->ActiveAlerts()[0].no_data);
+  Run(700, 1, 0.1);
   EXPECT_EQ(engine_->StateOf("abs", kMetric, labels_), AlertState::kNormal);
+  EXPECT_EQ(sink_.events.back().kind, AlertEventKind::kResolve);
+}
+
+TEST_F(EngineTest, ClearTimeBeforeAGapDoesNotResolveAfterIt) {
+  Load("rules:\n  - name: abs\n    above: 200ms\n");
+  Run(0, 40, 0.5);
+  Run(40, 50, 0.1);   // 50 s clear: not yet the minute
+  Run(90, 300, kNaN);  // a gap
+  Run(390, 1, 0.1);    // back, clear: 350 s since the clear run began, but most of it was no data
+  EXPECT_EQ(engine_->StateOf("abs", kMetric, labels_), AlertState::kAlert);
+  Run(391, 60, 0.1);
+  EXPECT_EQ(engine_->StateOf("abs", kMetric, labels_), AlertState::kNormal);
+}
+
+TEST_F(EngineTest, AMissingBaselineIsNoDataForARelativeRule) {
+  Load("rules:\n  - name: risk\n");  // the default tiers: relative to the baseline
+  Run(0, 40, 0.2, 0.1);
+  ASSERT_EQ(engine_->StateOf("risk", kMetric, labels_), AlertState::kAlert);
+  Run(40, 300, 0.05, kNaN);  // a P99 but no baseline: the threshold is unknown
+  EXPECT_EQ(engine_->StateOf("risk", kMetric, labels_), AlertState::kAlert);
+  EXPECT_TRUE(engine_->ActiveAlerts()[0].no_data);
+}
+
+TEST_F(EngineTest, NoDataInNormalIsJustNoBreach) {
+  Load("rules:\n  - name: abs\n    above: 200ms\n    debounce: {pre_alert_after: 3}\n");
+  Run(0, 2, 0.5);
+  Run(2, 1, kNaN);  // breaks the streak of breaches
+  Run(3, 2, 0.5);
+  EXPECT_TRUE(sink_.events.empty());
+  Run(5, 1, 0.5);
+  EXPECT_THAT(Kinds(sink_.events), ElementsAre(AlertEventKind::kPreAlert));
+  Run(6, 100, kNaN);  // a pre-alert is held too: no cancel for want of data
+  EXPECT_THAT(Kinds(sink_.events), ElementsAre(AlertEventKind::kPreAlert, AlertEventKind::kNoData));
+  EXPECT_EQ(engine_->StateOf("abs", kMetric, labels_), AlertState::kPreAlert);
+}
+
+// A rule on a drop: the rate falling below its floor (the outage that stops every request).
+TEST_F(EngineTest, BelowRulesFireOnADrop) {
+  Load(R"(rules:
+  - name: traffic_drop
+    stat: rate
+    tiers:
+      - {below: 10, severity: warning}
+      - {below: 1, severity: critical}
+    debounce: {pre_alert_after: 1, alert_after: 5s, resolve_after: 10s}
+)");
+  const auto rate = [&](int from, int count, double r) {
+    for (int s = from; s < from + count; ++s) {
+      Observation o = P99(T0() + seconds(s), labels_, 0.05, 0.05);
+      o.rate = r;
+      engine_->Observe(o);
+    }
+  };
+  rate(0, 30, 100);  // healthy traffic
+  EXPECT_TRUE(sink_.events.empty());
+  rate(30, 10, 5);  // below 10: warning
+  EXPECT_EQ(engine_->StateOf("traffic_drop", kMetric, labels_), AlertState::kAlert);
+  rate(40, 5, 0);  // no request at all: a rate of 0 is data, and below 1
+  ASSERT_EQ(engine_->ActiveAlerts().size(), 1u);
+  EXPECT_EQ(engine_->ActiveAlerts()[0].severity, "critical");
+  EXPECT_FALSE(engine_->ActiveAlerts()[0].no_data);
+  rate(45, 30, 100);
+  EXPECT_EQ(engine_->StateOf("traffic_drop", kMetric, labels_), AlertState::kNormal);
 }
 
 TEST_F(EngineTest, PresetsFireAtTheirThresholds) {

@@ -7,6 +7,7 @@
 //   TG_RULE       the rule the spike fires
 //   TG_IMPORTED   1 when recorded history was imported (checks the 1 d / 7 d overlays)
 //   TG_PAGE_URL   optional: where the page is served when not by tailguard (web/dev-server.mjs)
+//   TG_HOOK_URL   the tg_test_upstream that received the notifications (its /test/requests)
 //   CHROMIUM      default /usr/bin/chromium
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -25,6 +26,7 @@ const artifacts = process.env.TG_ARTIFACTS || join(tmpdir(), 'tailguard-browser-
 const spikeAt = Date.parse(process.env.TG_SPIKE_AT || '1970-01-01T00:00:00Z');
 const rule = process.env.TG_RULE || 'fraud_slow';
 const imported = process.env.TG_IMPORTED === '1';
+const hookUrl = process.env.TG_HOOK_URL;
 assert.ok(api, 'TG_URL is required (run tests/browser/dashboard_test.sh)');
 mkdirSync(artifacts, { recursive: true });
 
@@ -177,6 +179,36 @@ test('series view: heatmap cells, percentile lines, forecast, timeline with the 
       await page.waitForFunction(() => Number(window.__tailguard?.data?.overlays) > 0);
     }
     await shot(page, 'series');
+  });
+});
+
+test('a notification\'s dashboard link opens the series it names', async () => {
+  assert.ok(hookUrl, 'TG_HOOK_URL is required (run tests/browser/dashboard_test.sh)');
+  // The webhook payload the gateway sent when the rule fired (Alertmanager's shape).
+  const alert = await eventually('a firing notification at the webhook', async () => {
+    const res = await fetch(`${hookUrl}/test/requests`);
+    const got = await res.json();
+    for (const r of got) {
+      if (r.method !== 'POST' || !r.body) continue;
+      const a = JSON.parse(r.body).alerts?.find((x) => x.labels?.alertname === rule && x.status === 'firing');
+      if (a) return a;
+    }
+    return null;
+  }, 60000);
+  const link = alert.generatorURL;
+  assert.match(link, /^http:\/\/[^/]+\/\?view=series&id=[0-9a-f]{16}$/, `generatorURL ${link}`);
+  const { series } = await apiGet('/api/v1/series');
+  const named = series.find((s) => s.labels.route === alert.labels.route && s.labels.stage === alert.labels.stage
+    && s.labels.model === alert.labels.model);
+  assert.ok(named, `the alert's series ${JSON.stringify(alert.labels)} is listed`);
+  await withPage('notification-link', async (page) => {
+    // The link as sent, against the page's own origin (the same when tailguard serves the page).
+    await page.goto(`${pageUrl}${new URL(link).pathname}${new URL(link).search}`);
+    await page.waitForSelector('.view-series');
+    const url = new URL(page.url());
+    assert.equal(url.searchParams.get('view'), 'series', `the page opened ${page.url()}`);
+    assert.equal(url.searchParams.get('id'), named.id);
+    await page.waitForFunction((route) => document.querySelector('.view-series h1')?.textContent.includes(route), named.labels.route);
   });
 });
 

@@ -26,12 +26,24 @@ rm -f "$artifacts"/*.png  # a passing run leaves no screenshot of an earlier fai
 token=${TG_TEST_TOKEN:-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')}
 
 start_upstream "$upstream"
+# A second tg_test_upstream receives the notifications (webhook), recorded for the page test to
+# follow their dashboard links.
+"$upstream" --listen 127.0.0.1:0 >"$dir/hook.log" 2>&1 &
+pids="$pids $!"
+wait_until "the webhook receiver" 30 listening "$dir/hook.log"
+hook=$(sed -n 's/^listening on //p' "$dir/hook.log")
 
 # fraud_slow fires a few seconds after the fraud route's P99 passes 40 ms: the spike below makes
 # it 80 ms. The built-in relative tiers watch every total too.
 cat >"$dir/rules.yaml" <<YAML
 defaults:
   debounce: {pre_alert_after: 2, alert_after: 3s, resolve_after: 5m}
+route:
+  receiver: hook
+  group_wait: 0s
+receivers:
+  - name: hook
+    webhook: {url: "http://$hook/hook"}
 rules:
   - name: fraud_slow
     select: 'tailguard_request_duration_seconds{route="fraud", stage="total"}'
@@ -83,7 +95,7 @@ gen_history_csv() {
   }'
 }
 gen_history_csv >"$dir/history.csv"
-"$tailguard" import "$dir/history.csv" --store "$dir/tailguard.db" >"$dir/import.log" 2>&1 ||
+"$tailguard" import "$dir/history.csv" --store "$dir/tailguard.db" --create >"$dir/import.log" 2>&1 ||
   fail "tailguard import failed: $(tail -5 "$dir/import.log")"
 echo "imported $(wc -l <"$dir/history.csv") history rows"
 imported=1
@@ -157,7 +169,7 @@ if [ -n "${TG_DASHBOARD_DIR:-}" ]; then
 fi
 
 status=0
-TG_URL="$api_url" TG_PAGE_URL="$page_url" TG_TOKEN="$token" TG_ARTIFACTS="$artifacts" TG_SPIKE_AT="$spike_at" \
+TG_URL="$api_url" TG_PAGE_URL="$page_url" TG_HOOK_URL="http://$hook" TG_TOKEN="$token" TG_ARTIFACTS="$artifacts" TG_SPIKE_AT="$spike_at" \
   TG_IMPORTED="$imported" TG_RULE=fraud_slow CHROMIUM="$chromium" \
   node --test --test-reporter=spec "$here/dashboard.test.mjs" >"$dir/node-test.log" 2>&1 || status=$?
 cat "$dir/node-test.log"

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "absl/time/civil_time.h"
+#include "common/series_id.h"
+#include "common/strings.h"
 
 namespace tailguard::notify {
 namespace {
@@ -238,16 +240,16 @@ TEST(FormatStatValueTest, UnitsPerStatistic) {
   EXPECT_EQ(FormatStatValue(Statistic::kRate, -0.5), "-0.5 req/s");
 }
 
-TEST(LinkTest, PercentEncodesTheSeriesKey) {
+TEST(LinkTest, OpensTheSeriesByItsId) {
   MessageContext ctx;
   EXPECT_EQ(DashboardLink(ctx, kSeries), "");
   EXPECT_EQ(GroupLink(ctx, "{}"), "");
   ctx.external_url = "https://tg.example.com/base//";
-  EXPECT_EQ(
-      DashboardLink(ctx, R"(m{model="a b",stage="c/d"})"),
-      "https://tg.example.com/base/#/series?key=m%7Bmodel%3D%22a%20b%22%2Cstage%3D%22c%2Fd%22%7D");
-  EXPECT_EQ(GroupLink(ctx, R"({alertname="x"})"),
-            "https://tg.example.com/base/#/alerts?group=%7Balertname%3D%22x%22%7D");
+  // The form the dashboard reads (web/src/state.js): the series' FNV-1a 64 id, computed
+  // independently here.
+  EXPECT_EQ(DashboardLink(ctx, R"(m{model="a b",stage="c/d"})"),
+            "https://tg.example.com/base/?view=series&id=f2f2208d11cf1c20");
+  EXPECT_EQ(GroupLink(ctx, R"({alertname="x"})"), "https://tg.example.com/base/?view=alerts");
 }
 
 TEST(OneLineTest, CutsAtCharacterBoundaries) {
@@ -286,9 +288,11 @@ TEST(WeComTest, MarkdownMessage) {
   const Json body = Json::parse(r.body);
   EXPECT_EQ(body["msgtype"], "markdown");
   EXPECT_EQ(body.size(), 2u);
-  const std::string link =
-      "http://127.0.0.1:9090/#/series?key=tailguard_request_duration_seconds%7Bmodel%3D%22rank"
-      "%22%2Croute%3D%22%2Fv1%2Frank%22%2Cstage%3D%22";
+  const auto link = [](std::string_view stage) {
+    return SeriesDashboardUrl("http://127.0.0.1:9090",
+                              Cat(R"(tailguard_request_duration_seconds{model="rank",route="/v1/rank",stage=")",
+                                  stage, R"(",version="v3"})"));
+  };
   EXPECT_EQ(body["markdown"]["content"],
             "## <font color=\"warning\">[FIRING:2]</font> p99_vs_baseline\n"
             "<font color=\"comment\">receiver wecom · instance gpu-01 · 14:12:40 CST</font>\n"
@@ -302,8 +306,8 @@ TEST(WeComTest, MarkdownMessage) {
             "> 1. dependency: feature store P99 5.1x baseline (Redis fail-over)\n"
             "> 2. traffic: QPS +12 %\n"
             "> [dashboard](" +
-                link +
-                "total%22%2Cversion%3D%22v3%22%7D)\n"
+                link("total") +
+                ")\n"
                 "\n"
                 "<font color=\"comment\">warning</font> **p99_vs_baseline** "
                 "`{model=\"rank\",route=\"/v1/rank\",stage=\"feature_fetch\",version=\"v3\"}`\n"
@@ -311,7 +315,7 @@ TEST(WeComTest, MarkdownMessage) {
                 "> since 14:05:00 CST (for 7m40s)\n"
                 "> summary: 排序模型 P99 高于基线\n"
                 "> [dashboard](" +
-                link + "feature_fetch%22%2Cversion%3D%22v3%22%7D)");
+                link("feature_fetch") + ")");
 }
 
 TEST(WeComTest, ResolvedMessage) {
@@ -370,8 +374,8 @@ TEST(WeComTest, StormFitsInFourKilobytesWithTheRestCounted) {
   EXPECT_THAT(content, Not(HasSubstr("`{model=\"m5\"}`")));  // a warning
   const std::string more = "\n\n… and " + std::to_string(500 - shown) + " more alerts (" +
                            std::to_string(417 - shown) +
-                           " emergency, 83 warning); see [dashboard](http://127.0.0.1:9090/#/"
-                           "alerts?group=%7Balertname%3D%22p99_vs_baseline%22%7D)";
+                           " emergency, 83 warning); see [dashboard](http://127.0.0.1:9090/"
+                           "?view=alerts)";
   EXPECT_TRUE(content.ends_with(more)) << content;
 }
 
@@ -462,8 +466,7 @@ TEST(WeComTest, OversizedPartsNeverCutTheMoreLine) {
     const size_t more = content.rfind("\n\n… and ");
     ASSERT_NE(more, std::string::npos) << mentions;
     EXPECT_THAT(content.substr(more), HasSubstr(", …); see "));
-    EXPECT_TRUE(
-        content.ends_with(mentions ? "%22p99_vs_baseline%22%7D" : "%22p99_vs_baseline%22%7D)"))
+    EXPECT_TRUE(content.ends_with(mentions ? "/?view=alerts" : "/?view=alerts)"))
         << content.substr(more);
   }
 }
@@ -483,7 +486,7 @@ TEST(WeComTest, MentionsMakeATextMessage) {
   EXPECT_THAT(content, StartsWith("[FIRING:102] p99_vs_baseline\nreceiver wecom"));
   EXPECT_THAT(content, HasSubstr("\n\nemergency p99_vs_baseline {model=\"rank\",route="));
   EXPECT_THAT(content, HasSubstr("\n  P99 412 ms, baseline 180 ms (+129 %), threshold 270 ms\n"));
-  EXPECT_THAT(content, HasSubstr("\n  http://127.0.0.1:9090/#/series?key="));
+  EXPECT_THAT(content, HasSubstr("\n  http://127.0.0.1:9090/?view=series&id="));
   EXPECT_THAT(content, HasSubstr("more alerts ("));
   EXPECT_THAT(content, Not(HasSubstr("<font")));
   EXPECT_THAT(content, Not(HasSubstr("**")));
@@ -507,7 +510,7 @@ TEST(WebhookTest, AlertmanagerPayloadWithTailguardFields) {
                                {"Authorization", "Bearer s3cret"},
                                {"Idempotency-Key",
                                 R"(wecom|{alertname="p99_vs_baseline"}|1793685730000000000|1)"}}));
-  const std::string link = "http://127.0.0.1:9090/#/series?key=";
+  const std::string link = "http://127.0.0.1:9090/?view=series&id=";
   const Json expected = Json::parse(R"({
     "version": "4",
     "groupKey": "{alertname=\"p99_vs_baseline\"}",

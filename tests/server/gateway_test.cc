@@ -73,8 +73,8 @@ TEST_F(GatewayTest, KServeLabelsInputSizeAndServerTimingStages) {
       R"({"inputs":[{"name":"x","datatype":"FP32","shape":[2,3],"data":[1,2,3,4,5,6]},)"
       R"({"name":"y","datatype":"INT64","shape":[4],"data":[1,2,3,4]}]})";
   Reply r = Post(port_, "/v2/models/risk/versions/7/infer", body,
-                 {"X-Test-Server-Timing: feature;dur=12.5, infer;dur=40;desc=\"gpu\", "
-                  "rerank;dur=3"});
+                 {"X-Test-Server-Timing: queue;dur=2.5, feature;dur=12.5, "
+                  "infer;dur=40;desc=\"gpu\", rerank;dur=3"});
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(json::parse(r.body)["model_name"], "risk");
   Tick();
@@ -94,6 +94,12 @@ TEST_F(GatewayTest, KServeLabelsInputSizeAndServerTimingStages) {
       gateway_->loop().SlowestSamples(std::chrono::minutes(5), 10);
   ASSERT_EQ(samples.size(), 1u);
   EXPECT_EQ(samples[0].sample.record.input_size, 10u);  // 2*3 + 4
+  // Queue wait is a stage of the sampled request, apart from the rest of the upstream's time.
+  EXPECT_EQ(samples[0].sample.record.stage_ns[static_cast<size_t>(tailguard::Stage::kQueue)], 2'500'000u);
+  EXPECT_NE(gateway_->registry().Find(
+                kRequestDurationMetric,
+                {{"model", "risk"}, {"version", "7"}, {"route", "triton"}, {"stage", "queue"}}),
+            nullptr);
   EXPECT_EQ(samples[0].route.model, "risk");
   EXPECT_EQ(samples[0].sample.record.status, 200);
 

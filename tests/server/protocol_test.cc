@@ -171,6 +171,9 @@ TEST(ServerTimingTest, MapsWellKnownNamesToStages) {
       {"post", Stage::kPostprocess},
       {"postprocess", Stage::kPostprocess},
       {"POSTPROCESSING", Stage::kPostprocess},
+      {"queue", Stage::kQueue},
+      {"Queue-Wait", Stage::kQueue},
+      {"queuing", Stage::kQueue},
   };
   for (const auto& [name, stage] : cases) EXPECT_EQ(StageForServerTiming(name), stage) << name;
   for (const char* name : {"", "db", "cache", "total", "features_", "pre process",

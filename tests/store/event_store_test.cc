@@ -298,6 +298,26 @@ TEST_F(EventStoreAlertTest, ResolveWithoutEpisodeIsStillInTheTimeline) {
   EXPECT_EQ((*t)[0].kind, "resolve");
 }
 
+// No data is not the end of an episode (issue 16): the episode stays in Alert, its value
+// unknown, the no_data transition in its timeline.
+TEST_F(EventStoreAlertTest, NoDataKeepsTheEpisodeOpen) {
+  std::unique_ptr<EventStore> s = OpenStore();
+  ASSERT_OK(s->RecordEvent(Event(AlertEventKind::kPreAlert, T0(), -1, 0)));
+  ASSERT_OK(s->RecordEvent(Event(AlertEventKind::kFire, T0() + seconds(30), 0, 0)));
+  AlertEvent gap = Event(AlertEventKind::kNoData, T0() + minutes(2), 0, 0);
+  gap.value = std::nan("");
+  ASSERT_OK(s->RecordEvent(gap));
+  AlertRow r = Only(*s);
+  EXPECT_EQ(r.state, EpisodeState::kAlert);
+  EXPECT_TRUE(r.active());
+  EXPECT_FALSE(r.ended_at.has_value());
+  EXPECT_TRUE(std::isnan(r.value));
+  EXPECT_EQ(r.updated_at, T0() + minutes(2));
+  absl::StatusOr<AlertDetail> d = s->GetAlert(r.id);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_THAT(Kinds(d->timeline), ElementsAre("pre_alert", "fire", "no_data"));
+}
+
 TEST_F(EventStoreAlertTest, MissingStatisticIsStoredAsNull) {
   std::unique_ptr<EventStore> s = OpenStore();
   AlertEvent e = Event(AlertEventKind::kPreAlert, T0(), -1, 0);

@@ -15,6 +15,7 @@ using store::Database;
 using store::Statement;
 using store::Transaction;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 using SqliteTest = StoreTest;
 
@@ -59,7 +60,11 @@ TEST_F(SqliteTest, FileThatIsNotADatabaseIsDataLoss) {
   ASSERT_FALSE(db.ok());
   EXPECT_EQ(db.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(db.status().message(), HasSubstr(Path("junk.db")));
-  EXPECT_THAT(db.status().message(), HasSubstr("not a database"));
+  EXPECT_THAT(db.status().message(), HasSubstr("not an SQLite database"));
+  // In words, with what to do (regression, issue 16: 'prepare "PRAGMA ...": file is not a
+  // database').
+  EXPECT_THAT(db.status().message(), HasSubstr("is not a tailguard store"));
+  EXPECT_THAT(db.status().message(), Not(HasSubstr("PRAGMA")));
 }
 
 TEST_F(SqliteTest, BindsAndReadsEveryType) {

@@ -61,6 +61,7 @@ inline AlertEvent Event(AlertEventKind kind, WallTime t, int from_tier, int to_t
       break;
     case AlertEventKind::kEscalate:
     case AlertEventKind::kDeescalate:
+    case AlertEventKind::kNoData:
       e.from_state = AlertState::kAlert;
       e.to_state = AlertState::kAlert;
       break;

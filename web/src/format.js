@@ -1,11 +1,16 @@
 // Formatting of latencies, rates, ratios and times for people.
 
-// A latency in seconds as "840 µs", "12.3 ms", "1.25 s"; "–" when missing.
+// A latency in seconds as "840 µs", "610 µs", "12.3 ms", "1.25 s"; "–" when missing.
 export function ms(seconds) {
   if (seconds === null || seconds === undefined || !Number.isFinite(seconds)) return '–';
   const m = seconds * 1000;
   if (m === 0) return '0 ms';
-  if (m < 1) return `${(m * 1000).toPrecision(3).replace(/\.?0+$/, '')} µs`;
+  // Three significant digits, trailing zeros of the fraction dropped, never those of the integer
+  // part (610 stays 610); 999.5 µs rounds to 1000 µs, shown as 1.00 ms.
+  if (m < 1) {
+    const us = Number((m * 1000).toPrecision(3));
+    return us >= 1000 ? '1.00 ms' : `${us} µs`;
+  }
   if (m < 1000) return `${m < 10 ? m.toFixed(2) : m < 100 ? m.toFixed(1) : m.toFixed(0)} ms`;
   return `${(m / 1000).toFixed(m < 10000 ? 2 : 1)} s`;
 }
@@ -43,12 +48,22 @@ export function score(s) {
   return s.toFixed(2);
 }
 
-const timeFmt = new Intl.DateTimeFormat(undefined, {
-  hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false,
-});
+// A value of an alert rule's statistic in that statistic's unit: latencies (p50, p90, p99,
+// p99.9) as ms(), "rate" in req/s, "error_ratio" in %, "anomaly_score" as a bare number.
+export function statValue(statistic, v) {
+  switch (statistic) {
+    case 'rate': return v === null || v === undefined || !Number.isFinite(v) ? '–' : `${rate(v)} req/s`;
+    case 'error_ratio': return percent(v);
+    case 'anomaly_score': return score(v);
+    default: return ms(v);
+  }
+}
+
+// Times for people show their date and zone (docs/times.md): the browser's zone here, UTC on
+// hover. "Dec 2, 14:03:07 GMT+8".
 const dateTimeFmt = new Intl.DateTimeFormat(undefined, {
   month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit',
-  hour12: false,
+  hour12: false, timeZoneName: 'short',
 });
 
 function toDate(t) {
@@ -57,14 +72,12 @@ function toDate(t) {
   return new Date(t);
 }
 
-// Local time: "14:03:07" today, "Nov 29, 14:03:07" otherwise.
+// Local time with its date and zone: "Dec 2, 14:03:07 GMT+8" ("Dec 2, 14:03:07 UTC" in UTC).
 export function localTime(t) {
   if (t === null || t === undefined) return '–';
   const d = toDate(t);
   if (Number.isNaN(d.getTime())) return String(t);
-  const now = new Date();
-  const sameDay = d.toDateString() === now.toDateString();
-  return sameDay ? timeFmt.format(d) : dateTimeFmt.format(d);
+  return dateTimeFmt.format(d);
 }
 
 // The UTC form shown on hover.

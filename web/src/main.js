@@ -197,7 +197,7 @@ async function refreshInfo() {
 async function refreshAlertCount() {
   try {
     const a = await get('/api/v1/alerts', { limit: 1 });
-    app.activeAlerts = (a.alerts || []).filter((x) => x.state === 'alert').length;
+    app.activeAlerts = (a.alerts || []).filter((x) => x.state === 'alert' || x.state === 'no_data').length;
     updateTokenButton();
   } catch {
     // The banner shows errors of the view itself.

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/series_id.h"
 #include "common/strings.h"
 
 namespace tailguard::notify {
@@ -227,7 +228,11 @@ bool HasBaseline(const NotifiedAlert& a) {
 // in markdown); `joiner` separates it from the baseline (", " or " vs ").
 template <typename Decorate>
 std::string ValueText(const NotifiedAlert& a, std::string_view joiner, Decorate decorate) {
-  std::string out = Cat(StatLabel(a.stat), " ", decorate(FormatStatValue(a.stat, a.value)));
+  // A firing alert without a value holds for want of data (AlertEventKind::kNoData): say so,
+  // rather than "n/a", which reads like a recovery.
+  const bool no_data = a.status == NotifyStatus::kFiring && std::isnan(a.value);
+  std::string out = Cat(StatLabel(a.stat), " ",
+                        decorate(no_data ? std::string("no data") : FormatStatValue(a.stat, a.value)));
   if (HasBaseline(a)) {
     out += Cat(joiner, a.stat == Statistic::kP99 ? "baseline " : "baseline P99 ",
                FormatStatValue(a.stat, a.baseline_p99));
@@ -886,14 +891,15 @@ std::string DashboardLink(const MessageContext& ctx, std::string_view series) {
   if (ctx.external_url.empty()) return "";
   std::string_view base = ctx.external_url;
   while (base.ends_with('/')) base.remove_suffix(1);
-  return Cat(base, "/#/series?key=", PercentEncode(series));
+  return SeriesDashboardUrl(base, series);
 }
 
 std::string GroupLink(const MessageContext& ctx, std::string_view group_key) {
   if (ctx.external_url.empty()) return "";
   std::string_view base = ctx.external_url;
   while (base.ends_with('/')) base.remove_suffix(1);
-  return Cat(base, "/#/alerts?group=", PercentEncode(group_key));
+  (void)group_key;  // the alerts view lists every active alert; it has no filter by group
+  return AlertsDashboardUrl(base);
 }
 
 std::string Summary(const Notification& n, const absl::TimeZone& tz) {

@@ -86,12 +86,12 @@ std::span<const std::string_view> TemplateFields();
 // (on one line). Times are shown in `tz`; a date is added when it is not n.time's day.
 std::string Summary(const Notification& n, const absl::TimeZone& tz = absl::UTCTimeZone());
 
-// A link to the series on the dashboard: {external_url}/#/series?key=<percent-encoded series
-// key>; "" when ctx.external_url is empty.
+// A link to the series on the dashboard: {external_url}/?view=series&id=<series id>
+// (SeriesDashboardUrl, common/series_id.h); "" when ctx.external_url is empty.
 std::string DashboardLink(const MessageContext& ctx, std::string_view series);
 
-// A link to a group's alerts on the dashboard: {external_url}/#/alerts?group=<percent-encoded
-// group key>; "" when ctx.external_url is empty.
+// A link to a group's alerts on the dashboard: {external_url}/?view=alerts, where the group's
+// active alerts are listed; "" when ctx.external_url is empty.
 std::string GroupLink(const MessageContext& ctx, std::string_view group_key);
 
 // `value` of statistic `s` for people: latencies in ms ("412 ms"; "12.3 s" from 10 s), rates in

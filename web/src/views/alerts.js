@@ -1,7 +1,7 @@
 // Alerts: the active alerts, recent episodes with Acknowledge and Silence, and the silences.
 import { h, setChildren } from '../dom.js';
 import { get, send } from '../api.js';
-import { ms, selector, parseKey } from '../format.js';
+import { statValue, selector, parseKey } from '../format.js';
 import { stateBadge, seriesLabel, seriesLink, panel, emptyState, timeEl, changed } from './common.js';
 import { formDialog } from '../dialogs.js';
 
@@ -122,8 +122,8 @@ export function alertsView({ app }) {
         h('td', null, a.rule),
         h('td', null, seriesLink(app.state, a.series_id, seriesLabel(parseKey(a.series).labels, a.series))),
         h('td', null, timeEl(a.since)),
-        h('td', { class: 'num strong' }, ms(a.value)),
-        h('td', { class: 'num muted' }, ms(a.threshold)))))));
+        h('td', { class: 'num strong' }, statValue(a.statistic, a.value)),
+        h('td', { class: 'num muted' }, statValue(a.statistic, a.threshold)))))));
   }
 
   function drawEpisodes(list) {
@@ -149,8 +149,8 @@ export function alertsView({ app }) {
           h('td', null, seriesLink(app.state, ep.series_id, seriesLabel(ep.labels || parseKey(ep.series).labels, ep.series))),
           h('td', null, timeEl(ep.started_at)),
           h('td', null, ep.ended_at ? timeEl(ep.ended_at) : h('span', { class: live ? 'ongoing' : 'muted' }, live ? 'ongoing' : '–')),
-          h('td', { class: 'num' }, ms(ep.value)),
-          h('td', { class: 'num muted' }, ms(ep.threshold)),
+          h('td', { class: 'num' }, statValue(ep.statistic, ep.value)),
+          h('td', { class: 'num muted' }, statValue(ep.statistic, ep.threshold)),
           h('td', { class: 'acked-cell' }, ep.acked_by
             ? h('span', { title: ep.ack_comment || '' }, '✓ ', ep.acked_by, ' ', timeEl(ep.acked_at),
               ep.ack_comment ? h('span', { class: 'muted comment' }, ` “${ep.ack_comment}”`) : null)
@@ -191,7 +191,7 @@ export function alertsView({ app }) {
     ]);
     window.__tailguard.data.alerts = alerts;
     const act = (alerts.alerts || []).slice().sort((a, b) =>
-      (b.state === 'alert') - (a.state === 'alert') || (b.tier || 0) - (a.tier || 0));
+      (b.state !== 'pre_alert') - (a.state !== 'pre_alert') || (b.tier || 0) - (a.tier || 0));
     if (changed(cache, 'active', act)) drawActive(act);
     const eps = Array.isArray(alerts.episodes) ? alerts.episodes : null;
     if (changed(cache, 'episodes', eps)) drawEpisodes(eps);

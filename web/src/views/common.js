@@ -11,7 +11,7 @@ export function timeEl(t) {
 }
 
 export const STATE_NAMES = {
-  alert: 'Alert', pre_alert: 'Pre-alert', normal: 'OK', resolved: 'Resolved', cancelled: 'Cancelled',
+  alert: 'Alert', pre_alert: 'Pre-alert', no_data: 'No data', normal: 'OK', resolved: 'Resolved', cancelled: 'Cancelled',
   abandoned: 'Abandoned', stored: 'Stored',
 };
 

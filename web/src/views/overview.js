@@ -1,26 +1,13 @@
-// Overview: every series with its current P50/P99, QPS, error rate and alert state, worst first.
+// Overview: every series with its current P50/P99, how far it is from its baseline, QPS, error
+// rate and alert state, worst first; a model's per-layer series folded into one row.
 import { h, setChildren } from '../dom.js';
 import { get } from '../api.js';
 import { ms, rate, percent, score } from '../format.js';
 import { stateBadge, seriesLabel, seriesLink, emptyState, changed } from './common.js';
-
-const RANK = { alert: 3, pre_alert: 2, normal: 1 };
-const SEVERITY = { emergency: 3, critical: 2, warning: 1 };
-
-// Worst first: alert state, then severity, then anomaly score, then P99; series that are only in
-// the store (not live) last.
-export function worstFirst(a, b) {
-  const live = (x) => (x.live === false ? 0 : 1);
-  return live(b) - live(a)
-    || (RANK[b.alert_state] || 0) - (RANK[a.alert_state] || 0)
-    || (SEVERITY[b.severity] || 0) - (SEVERITY[a.severity] || 0)
-    || (b.anomaly_score || 0) - (a.anomaly_score || 0)
-    || (b.p99 || 0) - (a.p99 || 0)
-    || String(a.key).localeCompare(String(b.key));
-}
+import { worstFirst, deviation, overviewRows, isLayer } from '../rank.js';
 
 export function overviewView({ app }) {
-  const local = { filter: '', stage: 'all' };
+  const local = { filter: '', stage: 'all', open: new Set() };
   const cache = {};
   const summary = h('p', { class: 'summary', role: 'status' });
   const filter = h('input', {
@@ -38,6 +25,7 @@ export function overviewView({ app }) {
       h('th', { scope: 'col', class: 'num' }, 'P50'),
       h('th', { scope: 'col', class: 'num' }, 'P99'),
       h('th', { scope: 'col', class: 'num', title: 'The P99 this series is expected to have now (forecast)' }, 'Baseline P99'),
+      h('th', { scope: 'col', class: 'num', title: 'P99 divided by the baseline P99: how far the series is from normal. Rows are ranked by it after the alert state.' }, 'vs baseline'),
       h('th', { scope: 'col', class: 'num', title: 'Requests per second over the last 10 s' }, 'QPS'),
       h('th', { scope: 'col', class: 'num' }, 'Errors'),
       h('th', { scope: 'col', class: 'num', title: 'Anomaly score, 0 (normal) to 1' }, 'Anomaly'))),
@@ -56,43 +44,70 @@ export function overviewView({ app }) {
 
   function draw() {
     if (!series) return;
-    const stages = [...new Set(series.map((s) => s.labels?.stage).filter(Boolean))].sort();
+    const stages = [...new Set(series.filter((s) => !isLayer(s)).map((s) => s.labels?.stage).filter(Boolean))].sort();
+    if (series.some(isLayer)) stages.push('layers');
     if (changed(cache, 'stages', stages)) {
       setChildren(stage, h('option', { value: 'all' }, 'all stages'),
         stages.map((s) => h('option', { value: s, selected: s === local.stage }, s)));
     }
-    const rows = series.filter((s) =>
-      (local.stage === 'all' || s.labels?.stage === local.stage)
+    const shown = series.filter((s) =>
+      (local.stage === 'all' || s.labels?.stage === local.stage || (local.stage === 'layers' && isLayer(s)))
       && (!local.filter || String(s.key).toLowerCase().includes(local.filter)));
-    const alerting = series.filter((s) => s.alert_state === 'alert').length;
+    const rows = overviewRows(shown);
+    const alerting = series.filter((s) => s.alert_state === 'alert' || s.alert_state === 'no_data').length;
     const pre = series.filter((s) => s.alert_state === 'pre_alert').length;
     setChildren(summary,
       `${series.length} series`,
       alerting ? h('span', { class: 'count-alert' }, ` · ${alerting} alerting`) : null,
       pre ? h('span', { class: 'count-pre' }, ` · ${pre} pre-alert`) : null,
-      rows.length !== series.length ? ` · ${rows.length} shown` : null);
+      shown.length !== series.length ? ` · ${shown.length} shown` : null);
     if (!series.length) {
-      setChildren(tbody, h('tr', null, h('td', { colspan: 8 },
+      setChildren(tbody, h('tr', null, h('td', { colspan: 9 },
         emptyState('No series yet: tailguard has not measured a request.',
           'Send traffic through the gateway (or import recorded history with `tailguard import`); series appear within a second.'))));
       return;
     }
     if (!rows.length) {
-      setChildren(tbody, h('tr', null, h('td', { colspan: 8 }, emptyState('No series match the filter.'))));
+      setChildren(tbody, h('tr', null, h('td', { colspan: 9 }, emptyState('No series match the filter.'))));
       return;
     }
-    setChildren(tbody, rows.map((s) => {
-      const st = s.live === false ? 'stored' : (s.alert_state || 'normal');
-      return h('tr', { class: `row-${st}`, dataset: { id: s.id } },
-        h('td', null, stateBadge(st, s.severity)),
-        h('td', null, seriesLink(app.state, s.id, seriesLabel(s.labels, s.key))),
-        h('td', { class: 'num' }, ms(s.p50)),
-        h('td', { class: 'num strong' }, ms(s.p99)),
-        h('td', { class: 'num muted' }, ms(s.baseline_p99)),
-        h('td', { class: 'num' }, rate(s.rate)),
-        h('td', { class: `num${s.error_ratio > 0.01 ? ' bad' : ''}` }, percent(s.error_ratio)),
-        h('td', { class: 'num' }, scoreBar(s.anomaly_score)));
+    setChildren(tbody, rows.flatMap((r) => {
+      if (r.series) return [seriesRow(r.series, false)];
+      const g = r.group;
+      const open = local.open.has(g.key);
+      const worst = g.members[0];
+      const st = worst.live === false ? 'stored' : (worst.alert_state || 'normal');
+      const toggle = h('button', {
+        type: 'button', class: 'link group-toggle', 'aria-expanded': String(open),
+        onclick: () => { if (open) local.open.delete(g.key); else local.open.add(g.key); draw(); },
+      }, `${open ? '▾' : '▸'} ${g.members.length} layer series`);
+      const head = h('tr', { class: `row-${st} group-row`, dataset: { group: g.key } },
+        h('td', null, stateBadge(st, worst.severity)),
+        h('td', null, seriesLabel(g.labels, ''), ' ', toggle,
+          h('span', { class: 'muted' }, ` · slowest vs baseline: ${worst.labels?.stage}`)),
+        h('td', { class: 'num' }, ms(worst.p50)),
+        h('td', { class: 'num strong' }, ms(worst.p99)),
+        h('td', { class: 'num muted' }, ms(worst.baseline_p99)),
+        deviationCell(worst),
+        h('td', { class: 'num' }, rate(worst.rate)),
+        h('td', { class: `num${worst.error_ratio > 0.01 ? ' bad' : ''}` }, percent(worst.error_ratio)),
+        h('td', { class: 'num' }, scoreBar(worst.anomaly_score)));
+      return open ? [head, ...g.members.map((s) => seriesRow(s, true))] : [head];
     }));
+  }
+
+  function seriesRow(s, member) {
+    const st = s.live === false ? 'stored' : (s.alert_state || 'normal');
+    return h('tr', { class: `row-${st}${member ? ' group-member' : ''}`, dataset: { id: s.id } },
+      h('td', null, stateBadge(st, s.severity)),
+      h('td', null, seriesLink(app.state, s.id, seriesLabel(s.labels, s.key))),
+      h('td', { class: 'num' }, ms(s.p50)),
+      h('td', { class: 'num strong' }, ms(s.p99)),
+      h('td', { class: 'num muted' }, ms(s.baseline_p99)),
+      deviationCell(s),
+      h('td', { class: 'num' }, rate(s.rate)),
+      h('td', { class: `num${s.error_ratio > 0.01 ? ' bad' : ''}` }, percent(s.error_ratio)),
+      h('td', { class: 'num' }, scoreBar(s.anomaly_score)));
   }
 
   return {
@@ -107,6 +122,16 @@ export function overviewView({ app }) {
       draw();
     },
   };
+}
+
+// "30×" for a P99 thirty times its baseline, "0.5×" for half of it; red from 2x, whether or not
+// a rule covers the series.
+function deviationCell(s) {
+  const d = deviation(s);
+  if (d === null) return h('td', { class: 'num muted' }, '–');
+  const text = d >= 10 ? `${d.toFixed(0)}×` : `${d.toFixed(d >= 1 ? 1 : 2)}×`;
+  const cls = d >= 2 ? ' bad' : d >= 1.5 ? ' warn' : '';
+  return h('td', { class: `num dev${cls}`, title: `P99 ${ms(s.p99)} against a baseline of ${ms(s.baseline_p99)}` }, text);
 }
 
 function scoreBar(s) {

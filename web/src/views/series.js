@@ -2,13 +2,14 @@
 // event timeline and the slowest sampled requests of one series.
 import { h, setChildren } from '../dom.js';
 import { get } from '../api.js';
-import { ms, msAxis, rate, percent, score, age } from '../format.js';
+import { ms, msAxis, rate, percent, score, age, statValue } from '../format.js';
+import { breakdown } from '../stages.js';
 import { timeWindow, stepsFor } from '../state.js';
 import { chartIn, baseOptions, timeAxis, colors, tooltipTitle } from '../charts.js';
 import {
   stateBadge, seriesLabel, seriesLink, panel, emptyState, errorState, timeEl, changed,
 } from './common.js';
-import { worstFirst } from './overview.js';
+import { worstFirst } from '../rank.js';
 
 const DAY = 86400;
 const OVERLAY_EVERY_MS = 60000;
@@ -399,7 +400,7 @@ export function seriesView({ app, navigate }) {
         e.rule ? h('span', { class: 'rule' }, e.rule) : null,
         h('span', { class: 'msg', title: e.message || '' }, e.message || ''),
         Number.isFinite(e.value) && Number.isFinite(e.threshold)
-          ? h('span', { class: 'muted vt' }, `${ms(e.value)} > ${ms(e.threshold)}`) : null))),
+          ? h('span', { class: 'muted vt' }, `${statValue(e.statistic, e.value)} > ${statValue(e.statistic, e.threshold)}`) : null))),
     events.length > 200 ? h('p', { class: 'muted' }, `${events.length - 200} older events not shown.`) : null);
   }
 
@@ -464,24 +465,6 @@ export function seriesView({ app, navigate }) {
     update,
     destroy() {},
   };
-}
-
-// The stage bar: gateway, then the upstream's own stages (Server-Timing), then the rest of the
-// upstream time; the parts add up to the total.
-const INNER = ['feature_fetch', 'preprocess', 'inference', 'postprocess', 'queue', 'post', 'first_token'];
-function breakdown(s) {
-  const st = s.stages || {};
-  const out = [];
-  if (st.gateway > 0) out.push({ name: 'gateway', seconds: st.gateway });
-  let inner = 0;
-  const innerNames = Object.keys(st).filter((k) => !['gateway', 'upstream', 'total', 'inter_token'].includes(k))
-    .sort((a, b) => (INNER.indexOf(a) + 1 || 99) - (INNER.indexOf(b) + 1 || 99));
-  for (const k of innerNames) {
-    if (st[k] > 0) { out.push({ name: k, seconds: st[k] }); inner += st[k]; }
-  }
-  const up = st.upstream > 0 ? st.upstream : Math.max(0, (s.total || 0) - (st.gateway || 0));
-  if (up - inner > 0) out.push({ name: innerNames.length ? 'upstream (other)' : 'upstream', seconds: up - inner });
-  return out;
 }
 
 const STAGE_COLORS = {

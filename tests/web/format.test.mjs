@@ -1,0 +1,46 @@
+// The dashboard's number formatting (web/src/format.js), under node --test.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ms, statValue, localTime, utc } from '../../web/src/format.js';
+
+test('microseconds keep the zeros of their integer part', () => {
+  // The regression: 610 us showed as "61 us" and 100 us as "1 us".
+  assert.equal(ms(610e-6), '610 µs');
+  assert.equal(ms(100e-6), '100 µs');
+  assert.equal(ms(216e-6), '216 µs');
+  assert.equal(ms(12.34e-6), '12.3 µs');
+  assert.equal(ms(10e-6), '10 µs');
+  assert.equal(ms(0.5e-6), '0.5 µs');
+  assert.equal(ms(999.5e-6), '1.00 ms');
+});
+
+test('milliseconds and seconds', () => {
+  assert.equal(ms(0), '0 ms');
+  assert.equal(ms(1.2e-3), '1.20 ms');
+  assert.equal(ms(12.345e-3), '12.3 ms');
+  assert.equal(ms(120e-3), '120 ms');
+  assert.equal(ms(1.5), '1.50 s');
+  assert.equal(ms(12), '12.0 s');
+  assert.equal(ms(null), '–');
+  assert.equal(ms(NaN), '–');
+});
+
+test('each statistic in its own unit', () => {
+  assert.equal(statValue('p99', 0.438), '438 ms');
+  assert.equal(statValue('p99.9', 610e-6), '610 µs');
+  assert.equal(statValue('anomaly_score', 0.438), '0.44');
+  assert.equal(statValue('error_ratio', 0.05), '5.0 %');
+  assert.equal(statValue('rate', 12.5), '12.5 req/s');
+  assert.equal(statValue('rate', 0), '0.00 req/s');
+  assert.equal(statValue('rate', null), '–');
+});
+
+test('times carry their date and zone', () => {
+  // web.unit runs with TZ=Asia/Shanghai (tests/CMakeLists.txt): the browser's zone, shown.
+  const t = Date.parse('2026-12-02T04:32:29Z');
+  const text = localTime(t);
+  assert.match(text, /12:32:29/, text);
+  assert.match(text, /GMT\+8|CST/, text);
+  assert.match(text, /Dec|12/, text);
+  assert.equal(utc(t), '2026-12-02 04:32:29 UTC');
+});
