@@ -1,353 +1,124 @@
+// TorchModel without LibTorch: the LibTorch half (torch_plugin.cc) is a plugin,
+// libtailguard_torch.so, loaded the first time a model is loaded. Found at, in order:
+// $TAILGUARD_TORCH_PLUGIN; the path it was built at (TAILGUARD_TORCH_PLUGIN_PATH); next to the
+// executable; ../lib/tailguard/ from it.
 #include "model/torch_model.h"
 
-#include <ATen/Parallel.h>
-#include <ATen/record_function.h>
 #include <dlfcn.h>
-#include <torch/csrc/jit/passes/inliner.h>
-#include <torch/csrc/jit/runtime/interpreter.h>
-#include <torch/script.h>
+#include <unistd.h>
 
-#include <chrono>
-#include <cstring>
-#include <map>
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <vector>
 
 #include "common/strings.h"
+#include "model/torch_plugin.h"
 
 namespace tailguard::model {
 namespace {
 
-using SteadyClock = std::chrono::steady_clock;
+constexpr const char kPluginName[] = "libtailguard_torch.so";
 
-// The error text of a LibTorch exception without its C++ backtrace.
-std::string Brief(const c10::Error& e) {
-  std::string m = e.what_without_backtrace();
-  if (m.size() > 600) m = m.substr(0, 600) + " ...";
-  return m;
+std::string ExecutableDir() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return "";
+  std::string path(buf, static_cast<size_t>(n));
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash);
 }
 
-uint64_t Fnv1a(uint64_t h, std::string_view s) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
-// The graph text without the "# file.py:12:3" source comments, so that moving the Python source
-// around does not change the fingerprint.
-std::string WithoutSourceComments(const std::string& text) {
-  std::string out;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string_view line(text.data() + start, end - start);
-    if (const size_t hash = line.find(" # "); hash != std::string_view::npos) {
-      line = line.substr(0, hash);
-    }
-    out.append(line);
-    out += '\n';
-    start = end + 1;
-  }
-  return out;
-}
-
-torch::Tensor ToTorch(const HostTensor& t) {
-  std::vector<int64_t> shape(t.shape.begin(), t.shape.end());
-  switch (t.type) {
-    case DataType::kFp32: {
-      torch::Tensor out = torch::empty(shape, torch::kFloat);
-      float* p = out.data_ptr<float>();
-      for (size_t i = 0; i < t.floats.size(); ++i) p[i] = static_cast<float>(t.floats[i]);
-      return out;
-    }
-    case DataType::kFp64: {
-      torch::Tensor out = torch::empty(shape, torch::kDouble);
-      std::memcpy(out.data_ptr<double>(), t.floats.data(), t.floats.size() * sizeof(double));
-      return out;
-    }
-    case DataType::kInt64: {
-      torch::Tensor out = torch::empty(shape, torch::kLong);
-      std::memcpy(out.data_ptr<int64_t>(), t.ints.data(), t.ints.size() * sizeof(int64_t));
-      return out;
-    }
-    case DataType::kInt32: {
-      torch::Tensor out = torch::empty(shape, torch::kInt);
-      int32_t* p = out.data_ptr<int32_t>();
-      for (size_t i = 0; i < t.ints.size(); ++i) p[i] = static_cast<int32_t>(t.ints[i]);
-      return out;
-    }
-    case DataType::kBool: {
-      torch::Tensor out = torch::empty(shape, torch::kBool);
-      bool* p = out.data_ptr<bool>();
-      for (size_t i = 0; i < t.ints.size(); ++i) p[i] = t.ints[i] != 0;
-      return out;
-    }
-    case DataType::kBytes:
-      break;
-  }
-  return {};
-}
-
-HostTensor FromTorch(torch::Tensor t, std::string name) {
-  HostTensor out;
-  out.name = std::move(name);
-  t = t.detach().cpu();
-  switch (t.scalar_type()) {
-    case torch::kDouble:
-      out.type = DataType::kFp64;
-      break;
-    case torch::kLong:
-      out.type = DataType::kInt64;
-      break;
-    case torch::kInt:
-    case torch::kShort:
-    case torch::kChar:
-    case torch::kByte:
-      out.type = DataType::kInt32;
-      t = t.to(torch::kInt);
-      break;
-    case torch::kBool:
-      out.type = DataType::kBool;
-      break;
-    default:
-      out.type = DataType::kFp32;
-      t = t.to(torch::kFloat);
-      break;
-  }
-  t = t.contiguous();
-  out.shape.assign(t.sizes().begin(), t.sizes().end());
-  const int64_t n = t.numel();
-  switch (out.type) {
-    case DataType::kFp32: {
-      const float* p = t.data_ptr<float>();
-      out.floats.assign(p, p + n);
-      break;
-    }
-    case DataType::kFp64: {
-      const double* p = t.data_ptr<double>();
-      out.floats.assign(p, p + n);
-      break;
-    }
-    case DataType::kInt64: {
-      const int64_t* p = t.data_ptr<int64_t>();
-      out.ints.assign(p, p + n);
-      break;
-    }
-    case DataType::kInt32: {
-      const int32_t* p = t.data_ptr<int32_t>();
-      out.ints.assign(p, p + n);
-      break;
-    }
-    case DataType::kBool: {
-      const bool* p = t.data_ptr<bool>();
-      out.ints.reserve(static_cast<size_t>(n));
-      for (int64_t i = 0; i < n; ++i) out.ints.push_back(p[i] ? 1 : 0);
-      break;
-    }
-    case DataType::kBytes:
-      break;
-  }
-  return out;
-}
-
-// The submodule path of the running operator ("encoder.layers.0"), at most `depth` levels, from
-// TorchScript's module hierarchy ({"TOP(Net)::forward", "encoder(Encoder)::forward", ...}).
-std::string LayerOf(const std::vector<std::string>& hierarchy, int depth) {
-  std::string out;
-  int levels = 0;
-  for (size_t i = 1; i < hierarchy.size() && levels < depth; ++i) {  // [0] is TOP(...)
-    const std::string_view token = hierarchy[i];
-    const size_t paren = token.find('(');
-    if (paren == 0 || paren == std::string_view::npos) continue;  // "::function" calls
-    if (!out.empty()) out += '.';
-    out.append(token.substr(0, paren));
-    ++levels;
-  }
-  return out.empty() ? std::string("(root)") : out;
-}
-
-// The profile of the forward pass running on this thread.
-struct Collector {
-  int depth = 0;          // nesting of operator records
-  int profile_depth = 2;  // submodule levels kept
-  std::map<std::string, uint64_t> layers, ops;
-};
-thread_local Collector* t_collector = nullptr;
-
-struct OpContext : at::ObserverContext {
-  SteadyClock::time_point start;
-  std::string layer;
+struct PluginState {
+  std::once_flag once;
+  const TorchPlugin* plugin = nullptr;
+  std::string error;  // why it could not be loaded
+  std::atomic<int> intra_op_threads{0};  // 0: not set yet
 };
 
-std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
-  Collector* c = t_collector;
-  if (c == nullptr || fn.scope() != at::RecordScope::FUNCTION) return nullptr;
-  if (c->depth++ != 0) return nullptr;
-  auto ctx = std::make_unique<OpContext>();
-  ctx->layer = LayerOf(torch::jit::currentModuleHierarchy(), c->profile_depth);
-  ctx->start = SteadyClock::now();
-  return ctx;
+PluginState& State() {
+  static PluginState* state = new PluginState;  // never destroyed: LibTorch is never unloaded
+  return *state;
 }
 
-void OnOpEnd(const at::RecordFunction& fn, at::ObserverContext* context) {
-  Collector* c = t_collector;
-  if (c == nullptr || fn.scope() != at::RecordScope::FUNCTION) return;
-  --c->depth;
-  if (context == nullptr) return;
-  auto* ctx = static_cast<OpContext*>(context);
-  const uint64_t ns = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - ctx->start)
-          .count());
-  c->layers[ctx->layer] += ns;
-  c->ops[fn.name()] += ns;
+// The plugin, loaded on the first call; nullptr and State().error when it cannot be.
+const TorchPlugin* Plugin() {
+  PluginState& s = State();
+  std::call_once(s.once, [&s] {
+    std::vector<std::string> candidates;
+    if (const char* env = std::getenv("TAILGUARD_TORCH_PLUGIN"); env != nullptr && *env) {
+      candidates.emplace_back(env);
+    } else {
+#ifdef TAILGUARD_TORCH_PLUGIN_PATH
+      candidates.emplace_back(TAILGUARD_TORCH_PLUGIN_PATH);
+#endif
+      const std::string dir = ExecutableDir();
+      if (!dir.empty()) {
+        candidates.push_back(Cat(dir, "/", kPluginName));
+        candidates.push_back(Cat(dir, "/../lib/tailguard/", kPluginName));
+      }
+    }
+    std::string tried;
+    for (const std::string& path : candidates) {
+      if (::access(path.c_str(), F_OK) != 0) {
+        tried += Cat(tried.empty() ? "" : ", ", path, " (absent)");
+        continue;
+      }
+      void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (handle == nullptr) {
+        const char* why = ::dlerror();
+        tried += Cat(tried.empty() ? "" : ", ", path, " (", why != nullptr ? why : "?", ")");
+        continue;
+      }
+      using Entry = const TorchPlugin* (*)();
+      auto entry = reinterpret_cast<Entry>(::dlsym(handle, "TailguardTorchPlugin"));
+      const TorchPlugin* p = entry != nullptr ? entry() : nullptr;
+      if (p == nullptr || p->version != kTorchPluginVersion) {
+        tried += Cat(tried.empty() ? "" : ", ", path, " (not this build's plugin)");
+        continue;
+      }
+      s.plugin = p;
+      if (const int n = s.intra_op_threads.load(); n > 0) p->set_intra_op_threads(n);
+      return;
+    }
+    s.error = Cat("the LibTorch backend (", kPluginName, ") could not be loaded: tried ", tried,
+                  "; build it with the tailguard tree (it is built next to the gateway), or set "
+                  "TAILGUARD_TORCH_PLUGIN to its path");
+  });
+  return s.plugin;
 }
 
 }  // namespace
-
-struct TorchModel::Impl {
-  mutable torch::jit::Module module;
-};
 
 TorchModel::TorchModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 TorchModel::~TorchModel() = default;
 
 void TorchModel::SetIntraOpThreads(int n) {
   n = std::max(n, 1);
-  at::set_num_threads(n);
-  // LibTorch calls BLAS through libblas.so.3; with OpenBLAS (pthreads) behind it, every matrix
-  // product would also use OpenBLAS's own pool of one thread per core, on top of our workers.
-  // Limit it the same way when it is OpenBLAS (found by name, so no link dependency).
-  using SetThreads = void (*)(int);
-  if (auto* set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
-    set(n);
-  }
+  PluginState& s = State();
+  s.intra_op_threads = n;
+  // Applied now when LibTorch is loaded, else when it is (no load for a setting alone).
+  if (const TorchPlugin* p = s.plugin; p != nullptr) p->set_intra_op_threads(n);
 }
 
 absl::StatusOr<std::unique_ptr<TorchModel>> TorchModel::Load(const std::string& path) {
-  auto impl = std::make_unique<Impl>();
-  try {
-    impl->module = torch::jit::load(path, torch::kCPU);
-    impl->module.eval();
-  } catch (const c10::Error& e) {
-    return absl::InvalidArgumentError(
-        Cat(path,
-            ": cannot load a TorchScript model (save one with torch.jit.script(m).save(path)"
-            "): ",
-            Brief(e)));
-  } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(Cat(path, ": cannot load a TorchScript model: ", e.what()));
-  }
-  if (!impl->module.find_method("forward")) {
-    return absl::InvalidArgumentError(Cat(path, ": the TorchScript module has no forward method"));
-  }
-  uint64_t h = 14695981039346656037ull;
-  int64_t parameters = 0;
-  try {
-    std::shared_ptr<torch::jit::Graph> graph = impl->module.get_method("forward").graph()->copy();
-    torch::jit::Inline(*graph);
-    h = Fnv1a(h, WithoutSourceComments(graph->toString(false)));
-    for (const auto& p : impl->module.named_parameters(/*recurse=*/true)) {
-      h = Fnv1a(h, Cat(p.name, ' ', c10::str(p.value.sizes()), ' ',
-                       std::string(c10::toString(p.value.scalar_type())), '\n'));
-      parameters += p.value.numel();
-    }
-    for (const auto& b : impl->module.named_buffers(/*recurse=*/true)) {
-      h = Fnv1a(h, Cat(b.name, ' ', c10::str(b.value.sizes()), ' ',
-                       std::string(c10::toString(b.value.scalar_type())), '\n'));
-    }
-  } catch (const c10::Error& e) {
-    return absl::InvalidArgumentError(Cat(path, ": cannot read the model's graph: ", Brief(e)));
-  }
-  std::unique_ptr<TorchModel> model(new TorchModel(std::move(impl)));
-  char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(h));
-  model->fingerprint_ = hex;
+  const TorchPlugin* plugin = Plugin();
+  if (plugin == nullptr) return absl::FailedPreconditionError(Cat(path, ": ", State().error));
+  absl::StatusOr<LoadedTorchModel> loaded = plugin->load(path);
+  if (!loaded.ok()) return loaded.status();
+  std::unique_ptr<TorchModel> model(new TorchModel(std::move(loaded->impl)));
+  model->fingerprint_ = std::move(loaded->fingerprint);
   model->path_ = path;
-  model->parameters_ = parameters;
+  model->parameters_ = loaded->parameters;
   return model;
 }
 
 absl::StatusOr<std::vector<HostTensor>> TorchModel::Forward(const std::vector<HostTensor>& inputs,
                                                             ForwardProfile* profile,
                                                             int profile_depth) const {
-  Collector collector;
-  collector.profile_depth = profile_depth;
-  std::optional<at::CallbackHandle> handle;
-  torch::jit::IValue result;
-  auto failed = [&](absl::Status status) {
-    if (handle) at::removeCallback(*handle);
-    t_collector = nullptr;
-    return status;
-  };
-  try {
-    std::vector<torch::jit::IValue> args;
-    args.reserve(inputs.size());
-    for (const HostTensor& t : inputs) {
-      if (t.type == DataType::kBytes) {
-        return absl::InvalidArgumentError(
-            Cat("input \"", t.name,
-                "\" is BYTES, which a TorchScript model cannot take; send numbers, or configure "
-                "it as the model's feature key (features.input)"));
-      }
-      size_t numel = 1;
-      for (int64_t d : t.shape) numel *= static_cast<size_t>(d);
-      if (numel != t.size()) {
-        return absl::InternalError(
-            Cat("input \"", t.name, "\" holds ", t.size(), " values for ", numel, " elements"));
-      }
-      args.emplace_back(ToTorch(t));
-    }
-    torch::NoGradGuard no_grad;
-    if (profile != nullptr) {
-      t_collector = &collector;
-      handle = at::addThreadLocalCallback(
-          at::RecordFunctionCallback(&OnOpStart, &OnOpEnd).scopes({at::RecordScope::FUNCTION}));
-    }
-    result = impl_->module.forward(std::move(args));
-  } catch (const c10::OutOfMemoryError& e) {
-    return failed(absl::ResourceExhaustedError(Cat("out of memory: ", Brief(e))));
-  } catch (const c10::Error& e) {
-    return failed(absl::InvalidArgumentError(Cat("the model rejected the inputs: ", Brief(e))));
-  } catch (const std::bad_alloc&) {
-    return failed(absl::ResourceExhaustedError("out of memory building the input tensors"));
-  } catch (const std::exception& e) {
-    return failed(absl::InvalidArgumentError(Cat("the model rejected the inputs: ", e.what())));
-  }
-  if (handle) at::removeCallback(*handle);
-  t_collector = nullptr;
-  if (profile != nullptr) {
-    profile->layer_ns.assign(collector.layers.begin(), collector.layers.end());
-    profile->op_ns.assign(collector.ops.begin(), collector.ops.end());
-  }
-
-  std::vector<HostTensor> outputs;
-  try {
-    auto add = [&outputs](const torch::jit::IValue& v) -> bool {
-      if (!v.isTensor()) return false;
-      outputs.push_back(FromTorch(v.toTensor(), Cat("output", outputs.size())));
-      return true;
-    };
-    bool ok = true;
-    if (result.isTensor()) {
-      ok = add(result);
-    } else if (result.isTuple()) {
-      for (const auto& e : result.toTupleRef().elements()) ok = ok && add(e);
-    } else if (result.isList()) {
-      for (const auto& e : result.toListRef()) ok = ok && add(e);
-    } else {
-      ok = false;
-    }
-    if (!ok) {
-      return absl::FailedPreconditionError(
-          Cat("the model returned a ", result.tagKind(),
-              "; the backend serves models whose forward returns a tensor or a tuple of tensors"));
-    }
-
-  } catch (const std::exception& e) {
-    return absl::InternalError(Cat("reading the model's outputs: ", e.what()));
-  }
-  return outputs;
+  return impl_->Forward(inputs, profile, profile_depth);
 }
 
 }  // namespace tailguard::model

@@ -1,7 +1,8 @@
 // One loaded TorchScript module: runs a batch of host tensors through `forward`, optionally
 // timing each operator and each submodule, and fingerprints the module's graph. The only file
-// of the backend that includes LibTorch is torch_model.cc; this header does not, so the gateway
-// and the tests compile without LibTorch's headers.
+// of the backend that includes LibTorch is torch_plugin.cc, a plugin (libtailguard_torch.so)
+// loaded on the first Load(); this header does not, so the gateway and the tests compile
+// without LibTorch's headers, and a process that loads no model never loads LibTorch.
 #ifndef TAILGUARD_MODEL_TORCH_MODEL_H_
 #define TAILGUARD_MODEL_TORCH_MODEL_H_
 
@@ -34,7 +35,9 @@ class TorchModel {
   TorchModel& operator=(const TorchModel&) = delete;
 
   // Loads a TorchScript file (torch.jit.script or torch.jit.trace, then .save()) for inference
-  // on the CPU. InvalidArgument naming the file when it cannot be read or is not TorchScript.
+  // on the CPU. InvalidArgument naming the file when it cannot be read or is not TorchScript;
+  // FailedPrecondition when the LibTorch plugin cannot be loaded (the message says where it
+  // looked).
   static absl::StatusOr<std::unique_ptr<TorchModel>> Load(const std::string& path);
 
   // Runs forward(inputs...) without gradients. Inputs are passed positionally in the order
@@ -57,11 +60,14 @@ class TorchModel {
   const std::string& path() const { return path_; }
 
   // Sets the number of threads each operator may use, for the whole process (LibTorch keeps one
-  // setting), and OpenBLAS's thread count to match when OpenBLAS is the BLAS. n >= 1.
+  // setting), and OpenBLAS's thread count to match when OpenBLAS is the BLAS. n >= 1. Applied
+  // when LibTorch is loaded, if it is not yet.
   static void SetIntraOpThreads(int n);
 
- private:
+  // The LibTorch half (model/torch_plugin.h).
   struct Impl;
+
+ private:
   explicit TorchModel(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
   std::string fingerprint_;
