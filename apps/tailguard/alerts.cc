@@ -96,8 +96,10 @@ CLI::Validator IdValidator() {
         int64_t v = 0;
         const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
         if (r.ec == std::errc() && r.ptr == text.data() + text.size() && v > 0) return "";
-        return Cat("expected an id, a whole number above 0 like 12 (the ID column of the list), "
-                   "got \"", text, "\"");
+        return Cat(
+            "expected an id, a whole number above 0 like 12 (the ID column of the list), "
+            "got \"",
+            text, "\"");
       },
       "ID");
 }
@@ -153,22 +155,22 @@ json AlertJson(const AlertRow& a) {
 }
 
 json OutboxJson(const OutboxItem& o) {
-  return {{"id", o.id},
-          {"idempotency_key", o.idempotency_key},
-          {"receiver", o.receiver},
-          {"group_key", o.group_key},
-          {"status", o.status},
-          {"summary", o.summary},
-          {"created", FormatRfc3339(o.created)},
-          {"state", std::string(store::OutboxStateName(o.state))},
-          {"attempts", o.attempts},
-          {"next_attempt", o.state == OutboxItem::State::kPending
-                               ? json(FormatRfc3339(o.next_attempt))
-                               : json(nullptr)},
-          {"last_error", o.last_error},
-          {"last_http_status", o.last_http_status},
-          {"delivered_at",
-           o.delivered_at == WallTime{} ? json(nullptr) : json(FormatRfc3339(o.delivered_at))}};
+  return {
+      {"id", o.id},
+      {"idempotency_key", o.idempotency_key},
+      {"receiver", o.receiver},
+      {"group_key", o.group_key},
+      {"status", o.status},
+      {"summary", o.summary},
+      {"created", FormatRfc3339(o.created)},
+      {"state", std::string(store::OutboxStateName(o.state))},
+      {"attempts", o.attempts},
+      {"next_attempt", o.state == OutboxItem::State::kPending ? json(FormatRfc3339(o.next_attempt))
+                                                              : json(nullptr)},
+      {"last_error", o.last_error},
+      {"last_http_status", o.last_http_status},
+      {"delivered_at",
+       o.delivered_at == WallTime{} ? json(nullptr) : json(FormatRfc3339(o.delivered_at))}};
 }
 
 void Print(const json& j) { std::printf("%s\n", j.dump(2).c_str()); }
@@ -197,9 +199,9 @@ int List(const AlertsFlags& f) {
               "RULE", "VALUE", "THRESHOLD", "SERIES");
   for (const AlertRow& a : *rows) {
     std::printf("%-6lld %-23s %-10s %-9s %-22s %-10s %-10s %s%s\n", static_cast<long long>(a.id),
-                When(a.started_at).c_str(), StateOf(a).c_str(), a.severity.c_str(),
-                a.rule.c_str(), ShowValue(a.stat, a.value).c_str(),
-                ShowValue(a.stat, a.threshold).c_str(), a.series.c_str(),
+                When(a.started_at).c_str(), StateOf(a).c_str(), a.severity.c_str(), a.rule.c_str(),
+                ShowValue(a.stat, a.value).c_str(), ShowValue(a.stat, a.threshold).c_str(),
+                a.series.c_str(),
                 a.acked_by.empty() ? "" : Cat("  [acked by ", a.acked_by, "]").c_str());
   }
   return 0;
@@ -229,8 +231,7 @@ int Show(const AlertsFlags& f) {
     }
     json annotations = json::array();
     for (const store::Annotation& n : d->annotations) {
-      annotations.push_back(
-          {{"time", FormatRfc3339(n.time)}, {"kind", n.kind}, {"text", n.text}});
+      annotations.push_back({{"time", FormatRfc3339(n.time)}, {"kind", n.kind}, {"text", n.text}});
     }
     out["timeline"] = timeline;
     out["notifications"] = notifications;
@@ -350,9 +351,8 @@ int SilenceList(const AlertsFlags& f) {
               "COMMENT");
   for (const store::Silence& s : *all) {
     std::printf("%-5lld %-23s %-23s %-12s %-40s %s\n", static_cast<long long>(s.id),
-                FormatTimestampUtc(s.starts_at).c_str(),
-                FormatTimestampUtc(s.ends_at).c_str(), s.created_by.c_str(),
-                s.matchers.c_str(), s.comment.c_str());
+                FormatTimestampUtc(s.starts_at).c_str(), FormatTimestampUtc(s.ends_at).c_str(),
+                s.created_by.c_str(), s.matchers.c_str(), s.comment.c_str());
   }
   return 0;
 }

@@ -283,8 +283,8 @@ Duration ShiftToNow(const CsvTable& t, size_t time_col, WallTime now) {
   return FloorMinute(now) - std::chrono::minutes(1) - FloorMinute(last);
 }
 
-Parsed ParseRows(CsvTable& t, const Layout& layout, const ImportFlags& f,
-                 const Accepted& accepted, Duration shift) {
+Parsed ParseRows(CsvTable& t, const Layout& layout, const ImportFlags& f, const Accepted& accepted,
+                 Duration shift) {
   Parsed out;
   const size_t time_col = layout.time;
   const std::string& time_name = t.header[time_col];
@@ -317,84 +317,86 @@ Parsed ParseRows(CsvTable& t, const Layout& layout, const ImportFlags& f,
     // Built only for a message.
     auto where = [&] { return Cat(f.file, ":", t.line[r]); };
     try {
-    uint32_t series = 0;
-    if (layout.series) {
-      const std::string& text = row[*layout.series];
-      auto it = by_text.find(text);
-      if (it == by_text.end()) {
-        absl::StatusOr<Key> k = ParseKey(text);
-        if (!k.ok()) throw InputError{Cat(where(), ": series: ", k.status().message())};
-        it = by_text.emplace(text, add_series(*std::move(k))).first;
+      uint32_t series = 0;
+      if (layout.series) {
+        const std::string& text = row[*layout.series];
+        auto it = by_text.find(text);
+        if (it == by_text.end()) {
+          absl::StatusOr<Key> k = ParseKey(text);
+          if (!k.ok()) throw InputError{Cat(where(), ": series: ", k.status().message())};
+          it = by_text.emplace(text, add_series(*std::move(k))).first;
+        }
+        series = it->second;
       }
-      series = it->second;
-    }
-    const std::string& time_text = row[time_col];
-    absl::StatusOr<WallTime> time = ParseTimestamp(time_text);
-    if (!time.ok()) throw InputError{Cat(where(), ": ", time_name, ": ", time.status().message())};
-    *time += shift;
-    // The minute the time falls in, stored at its end as the gateway stores the minutes it
-    // measures: 10:00:37 is the minute [10:00, 10:01), stored at 10:01:00.
-    const WallTime begin = FloorMinute(*time);
-    const WallTime at = begin + std::chrono::minutes(1);
-    if (begin < accepted.first || begin >= accepted.end) {
-      const bool old = begin < accepted.first;
-      throw InputError{
-          Cat(where(), ": ", time_name, ": ", time_text, " is ",
-              old ? Cat("older than the store's history_retention of ", accepted.retention)
-                  : std::string("in the future"),
-              "; accepted are times from ", FormatTimestamp(accepted.first), " to before ",
-              FormatTimestamp(accepted.end), " UTC",
-              old ? Cat(" (", accepted.hint, ")")
-                  : std::string(" (a time without an offset is UTC: check the file's time zone)"))};
-    }
-    // Counted from the first accepted minute, so that (series, minute) fits one 64-bit key.
-    const int64_t minute = (begin - accepted.first) / std::chrono::minutes(1);
-    if (auto [it, added] = seen.try_emplace(
-            (static_cast<uint64_t>(series) << 32) | static_cast<uint64_t>(minute), t.line[r]);
-        !added) {
-      throw InputError{Cat(where(), ": ", time_name, ": a second row for ", out.batch[series].key,
-                           " in the minute of ", FormatTimestampUtc(begin), " (the first is line ",
-                           it->second, "); give one row per series and minute")};
-    }
-    store::MinuteRow m;
-    m.time = at;
-    for (const Column& c : layout.stats) {
-      const std::string& text = row[c.index];
-      if (text.empty()) continue;  // missing
-      const double v = Number(text, where, t.header[c.index]);
-      switch (c.stat) {
-        case Stat::kCount:
-          if (v != std::floor(v) || v > 9e15) {
-            throw InputError{Cat(where(), ": ", t.header[c.index],
-                                 ": expected a whole number of requests, got \"", text, "\"")};
-          }
-          m.count = static_cast<uint64_t>(v);
-          break;
-        case Stat::kP50:
-          m.p50 = v * c.scale;
-          break;
-        case Stat::kP90:
-          m.p90 = v * c.scale;
-          break;
-        case Stat::kP99:
-          m.p99 = v * c.scale;
-          break;
-        case Stat::kP999:
-          m.p999 = v * c.scale;
-          break;
-        case Stat::kMean:
-          m.mean = v * c.scale;
-          break;
-        case Stat::kMax:
-          m.max = v * c.scale;
-          break;
+      const std::string& time_text = row[time_col];
+      absl::StatusOr<WallTime> time = ParseTimestamp(time_text);
+      if (!time.ok())
+        throw InputError{Cat(where(), ": ", time_name, ": ", time.status().message())};
+      *time += shift;
+      // The minute the time falls in, stored at its end as the gateway stores the minutes it
+      // measures: 10:00:37 is the minute [10:00, 10:01), stored at 10:01:00.
+      const WallTime begin = FloorMinute(*time);
+      const WallTime at = begin + std::chrono::minutes(1);
+      if (begin < accepted.first || begin >= accepted.end) {
+        const bool old = begin < accepted.first;
+        throw InputError{Cat(
+            where(), ": ", time_name, ": ", time_text, " is ",
+            old ? Cat("older than the store's history_retention of ", accepted.retention)
+                : std::string("in the future"),
+            "; accepted are times from ", FormatTimestamp(accepted.first), " to before ",
+            FormatTimestamp(accepted.end), " UTC",
+            old ? Cat(" (", accepted.hint, ")")
+                : std::string(" (a time without an offset is UTC: check the file's time zone)"))};
       }
-    }
-    CheckOrder(m, where);
-    out.batch[series].minutes.push_back(std::move(m));
-    ++out.points;
-    out.first = std::min(out.first, at);
-    out.last = std::max(out.last, at);
+      // Counted from the first accepted minute, so that (series, minute) fits one 64-bit key.
+      const int64_t minute = (begin - accepted.first) / std::chrono::minutes(1);
+      if (auto [it, added] = seen.try_emplace(
+              (static_cast<uint64_t>(series) << 32) | static_cast<uint64_t>(minute), t.line[r]);
+          !added) {
+        throw InputError{Cat(where(), ": ", time_name, ": a second row for ", out.batch[series].key,
+                             " in the minute of ", FormatTimestampUtc(begin),
+                             " (the first is line ", it->second,
+                             "); give one row per series and minute")};
+      }
+      store::MinuteRow m;
+      m.time = at;
+      for (const Column& c : layout.stats) {
+        const std::string& text = row[c.index];
+        if (text.empty()) continue;  // missing
+        const double v = Number(text, where, t.header[c.index]);
+        switch (c.stat) {
+          case Stat::kCount:
+            if (v != std::floor(v) || v > 9e15) {
+              throw InputError{Cat(where(), ": ", t.header[c.index],
+                                   ": expected a whole number of requests, got \"", text, "\"")};
+            }
+            m.count = static_cast<uint64_t>(v);
+            break;
+          case Stat::kP50:
+            m.p50 = v * c.scale;
+            break;
+          case Stat::kP90:
+            m.p90 = v * c.scale;
+            break;
+          case Stat::kP99:
+            m.p99 = v * c.scale;
+            break;
+          case Stat::kP999:
+            m.p999 = v * c.scale;
+            break;
+          case Stat::kMean:
+            m.mean = v * c.scale;
+            break;
+          case Stat::kMax:
+            m.max = v * c.scale;
+            break;
+        }
+      }
+      CheckOrder(m, where);
+      out.batch[series].minutes.push_back(std::move(m));
+      ++out.points;
+      out.first = std::min(out.first, at);
+      out.last = std::max(out.last, at);
     } catch (const InputError& e) {
       bad.Add(e.message);
     }

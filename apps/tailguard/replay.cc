@@ -134,10 +134,9 @@ int ReplayRequestLog(const Options& o, const CsvTable& table, AlertEngine& engin
       stages.emplace_back(h.substr(0, h.size() - 3), static_cast<int>(i));
       continue;
     }
-    const bool stage_like =
-        !h.empty() && std::all_of(h.begin(), h.end(), [](char c) {
-          return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-        });
+    const bool stage_like = !h.empty() && std::all_of(h.begin(), h.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    });
     return Fail(2, Cat(o.file, ":1: column \"", h, "\": ",
                        stage_like ? Cat("a stage column's name ends in _ms, its unit (", h,
                                         "_ms, in milliseconds)")
@@ -173,8 +172,8 @@ int ReplayRequestLog(const Options& o, const CsvTable& table, AlertEngine& engin
       // Finite, not negative, and within what a histogram records (about 73 minutes).
       if (end == field.c_str() || *end != '\0' || !(ms >= 0) || !(ms * 1e6 <= kMaxLatencyNs)) {
         bad.Add(Cat(where, table.header[static_cast<size_t>(stages[s].second)], ": \"", field,
-                    "\" is not a latency in milliseconds (a number from 0 to ",
-                    kMaxLatencyNs / 1e6, ")"));
+                    "\" is not a latency in milliseconds (a number from 0 to ", kMaxLatencyNs / 1e6,
+                    ")"));
         row_ok = false;
         continue;
       }
@@ -185,8 +184,8 @@ int ReplayRequestLog(const Options& o, const CsvTable& table, AlertEngine& engin
     if (status_col >= 0 && has_total) {
       const std::string& st = row[static_cast<size_t>(status_col)];
       const auto [end, ec] = std::from_chars(st.data(), st.data() + st.size(), code);
-      if (!st.empty() && (ec != std::errc() || end != st.data() + st.size() || code < 100 ||
-                          code > 599)) {
+      if (!st.empty() &&
+          (ec != std::errc() || end != st.data() + st.size() || code < 100 || code > 599)) {
         bad.Add(Cat(where, "status: \"", st, "\" is not an HTTP status code (100 to 599)"));
         row_ok = false;
       }
@@ -311,10 +310,9 @@ absl::StatusOr<TimeSeries> ReadP99Series(const Options& o, const CsvTable& table
     }
     if (!series.times.empty() && *t <= series.times.back()) {
       bad.Add(Cat(where, "timestamp: ", row[static_cast<size_t>(ts_col)],
-                  *t == series.times.back() ? Cat(" repeats line ", previous_line,
-                                                  "; give one row per time")
-                                            : Cat(" is earlier than line ", previous_line,
-                                                  "; sort the file by time")));
+                  *t == series.times.back()
+                      ? Cat(" repeats line ", previous_line, "; give one row per time")
+                      : Cat(" is earlier than line ", previous_line, "; sort the file by time")));
       continue;
     }
     series.times.push_back(*t);

@@ -446,9 +446,9 @@ class Parser : public YamlWalker {
   }
 
   AlertRule ParseRule(const Item& at) {
-    MapItem m = Map(at, {"name", "select", "stat", "preset", "above", "below", "severity",
-                         "receivers", "actions", "tiers", "debounce", "schedules", "labels",
-                         "annotations"});
+    MapItem m =
+        Map(at, {"name", "select", "stat", "preset", "above", "below", "severity", "receivers",
+                 "actions", "tiers", "debounce", "schedules", "labels", "annotations"});
     AlertRule r;
     const Item* name = m.Get("name");
     if (name == nullptr) Fail(at.mark, m.PathOf("name"), "required");
@@ -499,8 +499,8 @@ class Parser : public YamlWalker {
         r.stat = *stat;
       }
       if (above != nullptr) {
-        if (tiers != nullptr) Fail(*tiers, r.below ? "cannot be combined with below"
-                                                   : "cannot be combined with above");
+        if (tiers != nullptr)
+          Fail(*tiers, r.below ? "cannot be combined with below" : "cannot be combined with above");
         r.tiers.push_back(SingleTier(m, ParseThreshold(*above, r.stat)));
         Alias(m.PathOf("tiers[0]"), m.path);
       } else {

@@ -58,7 +58,7 @@ struct RuleState {
   int rule = 0;
   DebounceMachine machine;
   double value = kNaN;
-  double threshold = kNaN;          // of the current tier (tier 0 in Normal)
+  double threshold = kNaN;  // of the current tier (tier 0 in Normal)
   // Out of Normal with the statistic missing: the machine holds (AlertEventKind::kNoData).
   // Restored from a saved NaN `value`.
   bool no_data = false;
@@ -487,9 +487,9 @@ class AlertEngineImpl final : public AlertEngine {
         }
         if (gap_starts) {
           const int tier = state.machine.tier();
-          Handle(series, state, r, obs, value, threshold, set,
-                 {AlertEventKind::kNoData, state.machine.state(), state.machine.state(), tier,
-                  tier});
+          Handle(
+              series, state, r, obs, value, threshold, set,
+              {AlertEventKind::kNoData, state.machine.state(), state.machine.state(), tier, tier});
         }
         return;
       }

@@ -187,7 +187,8 @@ std::string FormatRfc3339(WallTime t) {
   std::string s = FormatTimestamp(t);
   s[10] = 'T';
   char frac[8];
-  std::snprintf(frac, sizeof(frac), ".%03dZ", static_cast<int>(((ms.count() % 1000) + 1000) % 1000));
+  std::snprintf(frac, sizeof(frac), ".%03dZ",
+                static_cast<int>(((ms.count() % 1000) + 1000) % 1000));
   return s + frac;
 }
 

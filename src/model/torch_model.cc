@@ -34,7 +34,7 @@ std::string ExecutableDir() {
 struct PluginState {
   std::once_flag once;
   const TorchPlugin* plugin = nullptr;
-  std::string error;  // why it could not be loaded
+  std::string error;                     // why it could not be loaded
   std::atomic<int> intra_op_threads{0};  // 0: not set yet
 };
 

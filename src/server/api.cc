@@ -308,9 +308,8 @@ bool Api::HostAllowed(std::string_view header) const {
   const std::string host = HostOfHeader(header);
   // An address typed into the browser is this gateway's (a rebinding needs a name).
   if (header.starts_with('[')) return true;  // IPv6, which a Host header writes in brackets
-  if (!host.empty() && std::all_of(host.begin(), host.end(), [](char c) {
-        return (c >= '0' && c <= '9') || c == '.';
-      })) {
+  if (!host.empty() && std::all_of(host.begin(), host.end(),
+                                   [](char c) { return (c >= '0' && c <= '9') || c == '.'; })) {
     return true;
   }
   if (host == "localhost" || host.ends_with(".localhost")) return true;
@@ -478,8 +477,8 @@ ApiResponse Api::Series(std::string_view query) const {
       auto v = [](double x) { return std::isnan(x) ? -1.0 : x; };
       const double p = s.stats.p99, b = s.stats.baseline_p99;
       const double distance = p > 0 && b > 0 ? std::abs(std::log(p / b)) : 0.0;
-      return std::make_tuple(static_cast<int>(s.alert_state), distance,
-                             v(s.stats.anomaly_score), v(s.stats.p99));
+      return std::make_tuple(static_cast<int>(s.alert_state), distance, v(s.stats.anomaly_score),
+                             v(s.stats.p99));
     };
     std::sort(snapshot.begin(), snapshot.end(),
               [&](const SeriesSnapshot& a, const SeriesSnapshot& b) {
@@ -493,14 +492,15 @@ ApiResponse Api::Series(std::string_view query) const {
     // A stage that never happened on a route (no streaming, no Server-Timing) is not shown.
     if (!all && s.stats.count == 0 && (since_start = s.series->Cumulative())->empty()) continue;
     json j = PointJson(s.stats);
-    j.update({{"id", s.id},
-              {"key", s.series->key()},
-              {"metric", s.series->name()},
-              {"labels", LabelsJson(s.series->labels())},
-              {"rate", Num(s.rate)},
-              {"error_ratio", Num(s.error_ratio)},
-              {"alert_state", s.no_data ? std::string_view("no_data") : AlertStateName(s.alert_state)},
-              {"severity", s.severity}});
+    j.update(
+        {{"id", s.id},
+         {"key", s.series->key()},
+         {"metric", s.series->name()},
+         {"labels", LabelsJson(s.series->labels())},
+         {"rate", Num(s.rate)},
+         {"error_ratio", Num(s.error_ratio)},
+         {"alert_state", s.no_data ? std::string_view("no_data") : AlertStateName(s.alert_state)},
+         {"severity", s.severity}});
     // Everything since start, for comparing with Prometheus' histogram_quantile over the
     // exported counters.
     if (cumulative) {

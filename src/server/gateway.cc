@@ -10,12 +10,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <array>
 #include <atomic>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <future>
@@ -23,8 +23,8 @@
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 #include "alert/notify/delivery.h"
 #include "alert/notify/http_sender.h"
 #include "alert/notify/journal.h"
@@ -80,7 +80,8 @@ constexpr size_t kYieldBodyBytes = 256 * 1024;
 
 void ReserveForBody(beast::flat_buffer& buffer, const boost::optional<uint64_t>& length) {
   if (!length || *length <= 8 * 1024) return;
-  buffer.reserve(buffer.size() + static_cast<size_t>(std::min<uint64_t>(*length, kBodyReadReserve)));
+  buffer.reserve(buffer.size() +
+                 static_cast<size_t>(std::min<uint64_t>(*length, kBodyReadReserve)));
 }
 
 // Gives back what ReserveForBody() took, so that idle connections stay small.
@@ -467,8 +468,7 @@ class Worker {
   // awaitable instead of awaiting it (Handle()), whose temporaries are gone by the time it runs.
   // `code` must be a literal.
   awaitable<bool> WriteOwnedError(Stream& client, unsigned version, bool keep_alive,
-                                  http::status status, std::string_view code,
-                                  std::string message) {
+                                  http::status status, std::string_view code, std::string message) {
     co_return co_await WriteError(client, version, keep_alive, status, code, message);
   }
   // A connection to upstream `u`: an idle one, or a new one. Null with `ec` set on failure.
@@ -589,8 +589,9 @@ awaitable<void> Worker::Session(Socket socket) {
   // Past limits.max_connections: health checks and scrapes only, one request a connection, with
   // short deadlines.
   const bool admin_only = admission == Admission::kAdminOnly;
-  const Duration header_timeout =
-      admin_only ? std::min<Duration>(cfg.timeouts.header, kAdminOnlyDeadline) : cfg.timeouts.header;
+  const Duration header_timeout = admin_only
+                                      ? std::min<Duration>(cfg.timeouts.header, kAdminOnlyDeadline)
+                                      : cfg.timeouts.header;
   Add(c.connections_accepted);
   socket.set_option(tcp::no_delay(true), ec);
   socket.non_blocking(true, ec);  // for TrySend()
@@ -620,8 +621,7 @@ awaitable<void> Worker::Session(Socket socket) {
     // connection no longer than timeouts.header either (one that sends nothing holds a slot no
     // longer than one that sends slowly).
     if (buffer.size() == 0) {
-      client.expires_after(first ? std::min(header_timeout, cfg.timeouts.idle)
-                                 : cfg.timeouts.idle);
+      client.expires_after(first ? std::min(header_timeout, cfg.timeouts.idle) : cfg.timeouts.idle);
       client.MarkNewMessage();  // the client's next request follows our answer
       const size_t n = co_await client.async_read_some(
           buffer.prepare(beast::read_size(buffer, 64 * 1024)), Token(ec));
@@ -2001,8 +2001,8 @@ void Gateway::Shutdown() {
   std::promise<void> idle;
   std::future<void> idle_done = idle.get_future();
   net::post(g.control, [&idle] { idle.set_value(); });
-  if (idle_done.wait_until(std::max(deadline, std::chrono::steady_clock::now() +
-                                                  std::chrono::seconds(1))) !=
+  if (idle_done.wait_until(
+          std::max(deadline, std::chrono::steady_clock::now() + std::chrono::seconds(1))) !=
       std::future_status::ready) {
     g.Log("shutdown: an API call is still running after timeouts.shutdown; exiting now");
     std::_Exit(1);
@@ -2010,9 +2010,9 @@ void Gateway::Shutdown() {
   g.control.join();
   // Spans still queued get what is left of the time (at least a second to flush).
   if (g.otlp) {
-    g.otlp->Shutdown(std::max(
-        std::chrono::duration_cast<Duration>(deadline - std::chrono::steady_clock::now()),
-        Duration(std::chrono::seconds(1))));
+    g.otlp->Shutdown(
+        std::max(std::chrono::duration_cast<Duration>(deadline - std::chrono::steady_clock::now()),
+                 Duration(std::chrono::seconds(1))));
   }
 }
 

@@ -105,7 +105,7 @@ struct SeriesSnapshot {
   double error_ratio = Observation::kMissing;    // only for the total stage of a route
   AlertState alert_state = AlertState::kNormal;  // the worst over the rules
   bool no_data = false;  // that worst alert holds for want of data (AlertEventKind::kNoData)
-  std::string severity;                          // of the worst alert, "" when normal
+  std::string severity;  // of the worst alert, "" when normal
 };
 
 // An entry of the event timeline: an alert transition, a notification, a mute, or an anomaly.
@@ -119,7 +119,7 @@ struct TimelineEvent {
   std::string rule;
   std::string series;  // key ("" for a notification)
   std::string severity;
-  std::string receiver;  // notifications only
+  std::string receiver;   // notifications only
   std::string statistic;  // alerts: the rule's statistic (StatisticName), the unit of value
   double value = Observation::kMissing;
   double threshold = Observation::kMissing;

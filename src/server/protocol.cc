@@ -709,7 +709,8 @@ absl::StatusOr<std::optional<std::string>> NormalizeTarget(std::string_view targ
   // path and query are the target; the authority is the Host's business.
   bool absolute = false;
   for (const std::string_view scheme : {"http://", "https://"}) {
-    if (target.size() >= scheme.size() && EqualsIgnoreCase(target.substr(0, scheme.size()), scheme)) {
+    if (target.size() >= scheme.size() &&
+        EqualsIgnoreCase(target.substr(0, scheme.size()), scheme)) {
       const size_t end = target.find_first_of("/?#", scheme.size());
       target = end == std::string_view::npos ? std::string_view() : target.substr(end);
       absolute = true;
@@ -744,7 +745,8 @@ absl::StatusOr<std::optional<std::string>> NormalizeTarget(std::string_view targ
         "it differently or leave it out");
   }
   if (normal) {
-    return absolute ? std::optional<std::string>(std::string(target)) : std::optional<std::string>();
+    return absolute ? std::optional<std::string>(std::string(target))
+                    : std::optional<std::string>();
   }
 
   std::vector<std::string_view> kept;

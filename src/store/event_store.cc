@@ -491,8 +491,7 @@ absl::Status EventStore::RecordEvent(const AlertEvent& e) {
       // The episode goes on: no data is not its end. Its value is now unknown.
       if (alert_id == 0) break;
       TG_ASSIGN_OR_RETURN(
-          Statement up,
-          db_.Prepare("UPDATE alerts SET value = ?2, updated_at = ?3 WHERE id = ?1"));
+          Statement up, db_.Prepare("UPDATE alerts SET value = ?2, updated_at = ?3 WHERE id = ?1"));
       up.Bind(1, alert_id).Bind(2, e.value).Bind(3, Ns(e.time));
       TG_RETURN_IF_ERROR(up.Run());
       break;
@@ -964,12 +963,12 @@ absl::StatusOr<std::vector<OutboxItem>> EventStore::Due(WallTime now, int limit,
                                                         std::span<const std::string> skip) {
   if (limit <= 0) return absl::InvalidArgumentError(Cat("Due: limit ", limit, " must be > 0"));
   Lock lock(mu_);
-  TG_ASSIGN_OR_RETURN(Statement st,
-                      db_.Prepare(Cat("SELECT ", kOutboxColumns,
-                                      " FROM outbox AS o WHERE o.state = 'pending' AND "
-                                      "o.next_attempt_at <= ?1",
-                                      NotIn(skip, 3), kHeadOfGroup,
-                                      " ORDER BY o.created_at, o.id LIMIT ?2")));
+  TG_ASSIGN_OR_RETURN(
+      Statement st,
+      db_.Prepare(Cat("SELECT ", kOutboxColumns,
+                      " FROM outbox AS o WHERE o.state = 'pending' AND "
+                      "o.next_attempt_at <= ?1",
+                      NotIn(skip, 3), kHeadOfGroup, " ORDER BY o.created_at, o.id LIMIT ?2")));
   st.Bind(1, Ns(now)).Bind(2, limit);
   for (size_t i = 0; i < skip.size(); ++i) st.Bind(3 + static_cast<int>(i), skip[i]);
   std::vector<OutboxItem> out;

@@ -86,8 +86,9 @@ absl::StatusOr<Database> Database::Open(const std::string& path) {
   const auto not_a_store = [&](const absl::Status& st) -> absl::Status {
     if (sqlite3_errcode(raw) != SQLITE_NOTADB) return st;
     return absl::DataLossError(
-        Cat(path, " is not a tailguard store (not an SQLite database): check the path given "
-                  "(--db, --store, store.path), or move this file away to start a new store"));
+        Cat(path,
+            " is not a tailguard store (not an SQLite database): check the path given "
+            "(--db, --store, store.path), or move this file away to start a new store"));
   };
   absl::StatusOr<Statement> wal = db.Prepare("PRAGMA journal_mode=WAL");
   if (!wal.ok()) return not_a_store(wal.status());

@@ -176,7 +176,7 @@ TEST_F(EngineTest, NoDataHoldsAFiringAlertInsteadOfResolvingIt) {
 TEST_F(EngineTest, ClearTimeBeforeAGapDoesNotResolveAfterIt) {
   Load("rules:\n  - name: abs\n    above: 200ms\n");
   Run(0, 40, 0.5);
-  Run(40, 50, 0.1);   // 50 s clear: not yet the minute
+  Run(40, 50, 0.1);    // 50 s clear: not yet the minute
   Run(90, 300, kNaN);  // a gap
   Run(390, 1, 0.1);    // back, clear: 350 s since the clear run began, but most of it was no data
   EXPECT_EQ(engine_->StateOf("abs", kMetric, labels_), AlertState::kAlert);

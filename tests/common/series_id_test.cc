@@ -15,7 +15,8 @@ TEST(SeriesIdTest, IsFnv1a64InHex) {
 
 TEST(SeriesIdTest, DashboardUrlsAreTheFormsThePageReads) {
   EXPECT_EQ(SeriesDashboardUrl("", "m{}"), "");
-  EXPECT_EQ(SeriesDashboardUrl("http://h:9090//", ""), "http://h:9090/?view=series&id=cbf29ce484222325");
+  EXPECT_EQ(SeriesDashboardUrl("http://h:9090//", ""),
+            "http://h:9090/?view=series&id=cbf29ce484222325");
   EXPECT_EQ(AlertsDashboardUrl("http://h:9090/"), "http://h:9090/?view=alerts");
   EXPECT_EQ(AlertsDashboardUrl(""), "");
 }

@@ -289,9 +289,10 @@ TEST(WeComTest, MarkdownMessage) {
   EXPECT_EQ(body["msgtype"], "markdown");
   EXPECT_EQ(body.size(), 2u);
   const auto link = [](std::string_view stage) {
-    return SeriesDashboardUrl("http://127.0.0.1:9090",
-                              Cat(R"(tailguard_request_duration_seconds{model="rank",route="/v1/rank",stage=")",
-                                  stage, R"(",version="v3"})"));
+    return SeriesDashboardUrl(
+        "http://127.0.0.1:9090",
+        Cat(R"(tailguard_request_duration_seconds{model="rank",route="/v1/rank",stage=")", stage,
+            R"(",version="v3"})"));
   };
   EXPECT_EQ(body["markdown"]["content"],
             "## <font color=\"warning\">[FIRING:2]</font> p99_vs_baseline\n"

@@ -95,7 +95,8 @@ TEST_F(GatewayTest, KServeLabelsInputSizeAndServerTimingStages) {
   ASSERT_EQ(samples.size(), 1u);
   EXPECT_EQ(samples[0].sample.record.input_size, 10u);  // 2*3 + 4
   // Queue wait is a stage of the sampled request, apart from the rest of the upstream's time.
-  EXPECT_EQ(samples[0].sample.record.stage_ns[static_cast<size_t>(tailguard::Stage::kQueue)], 2'500'000u);
+  EXPECT_EQ(samples[0].sample.record.stage_ns[static_cast<size_t>(tailguard::Stage::kQueue)],
+            2'500'000u);
   EXPECT_NE(gateway_->registry().Find(
                 kRequestDurationMetric,
                 {{"model", "risk"}, {"version", "7"}, {"route", "triton"}, {"stage", "queue"}}),

@@ -782,8 +782,8 @@ TEST(SseScannerTest, MemoryStaysConstantForHugeEvents) {
 }
 
 TEST(NormalizeTargetTest, LeavesNormalTargetsAlone) {
-  for (const char* t : {"/", "/a", "/a/", "/v2/models/risk/infer?x=/../y", "/a/.b/..c/...", "/%2F",
-                        "/a%2e"}) {
+  for (const char* t :
+       {"/", "/a", "/a/", "/v2/models/risk/infer?x=/../y", "/a/.b/..c/...", "/%2F", "/a%2e"}) {
     absl::StatusOr<std::optional<std::string>> n = NormalizeTarget(t);
     ASSERT_TRUE(n.ok()) << t;
     EXPECT_FALSE(n->has_value()) << t << " -> " << n->value_or("");
@@ -864,8 +864,8 @@ TEST(RequestFramingProblemTest, HostAndTransferEncoding) {
   for (const char* ok : {"chunked", "Chunked", " chunked\t"}) {
     EXPECT_EQ(RequestFramingProblem(11, 1, "a", 1, ok), std::nullopt) << ok;
   }
-  for (const char* bad : {"chunked, identity", "gzip", "identity", "gzip, chunked", "chunkedx",
-                          "", "chunked;q=1"}) {
+  for (const char* bad :
+       {"chunked, identity", "gzip", "identity", "gzip, chunked", "chunkedx", "", "chunked;q=1"}) {
     const std::optional<std::string> p = RequestFramingProblem(11, 1, "a", 1, bad);
     ASSERT_TRUE(p.has_value()) << bad;
     EXPECT_THAT(*p, HasSubstr("only \"chunked\" alone")) << bad;

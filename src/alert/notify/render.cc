@@ -231,8 +231,9 @@ std::string ValueText(const NotifiedAlert& a, std::string_view joiner, Decorate 
   // A firing alert without a value holds for want of data (AlertEventKind::kNoData): say so,
   // rather than "n/a", which reads like a recovery.
   const bool no_data = a.status == NotifyStatus::kFiring && std::isnan(a.value);
-  std::string out = Cat(StatLabel(a.stat), " ",
-                        decorate(no_data ? std::string("no data") : FormatStatValue(a.stat, a.value)));
+  std::string out =
+      Cat(StatLabel(a.stat), " ",
+          decorate(no_data ? std::string("no data") : FormatStatValue(a.stat, a.value)));
   if (HasBaseline(a)) {
     out += Cat(joiner, a.stat == Statistic::kP99 ? "baseline " : "baseline P99 ",
                FormatStatValue(a.stat, a.baseline_p99));
