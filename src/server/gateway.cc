@@ -24,11 +24,11 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
 #include "alert/notify/delivery.h"
 #include "alert/notify/http_sender.h"
 #include "alert/notify/journal.h"
 #include "common/format.h"
+#include "common/mutex.h"
 #include "common/strings.h"
 #include "model/backend.h"
 #include "server/api.h"
@@ -314,7 +314,7 @@ struct Gateway::Impl {
   // Connections open per client address, for limits.max_connections_per_client. A map
   // touched twice per connection, never per request. Before the workers, whose sessions leave
   // it as their frames are destroyed.
-  absl::Mutex clients_mu;
+  Mutex clients_mu;  // common/mutex.h: TSan sees it, -Wthread-safety checks it
   absl::flat_hash_map<std::string, uint32_t> clients ABSL_GUARDED_BY(clients_mu);
 
   std::vector<std::unique_ptr<Worker>> workers;
@@ -1701,7 +1701,7 @@ Admission Gateway::Impl::Admit(const std::string& peer) {
     return Admission::kRefusedFull;
   }
   if (limits.max_connections_per_client > 0 && !peer.empty()) {
-    absl::MutexLock lock(&clients_mu);
+    MutexLock lock(&clients_mu);
     uint32_t& open = clients[peer];
     if (open >= limits.max_connections_per_client) {
       counters.connections_active.fetch_sub(1, std::memory_order_relaxed);
@@ -1715,7 +1715,7 @@ Admission Gateway::Impl::Admit(const std::string& peer) {
 
 void Gateway::Impl::Leave(const std::string& peer) {
   if (config().limits.max_connections_per_client > 0 && !peer.empty()) {
-    absl::MutexLock lock(&clients_mu);
+    MutexLock lock(&clients_mu);
     if (auto it = clients.find(peer); it != clients.end() && --it->second == 0) clients.erase(it);
   }
   counters.connections_active.fetch_sub(1, std::memory_order_relaxed);
