@@ -10,6 +10,7 @@
 #include "alert/notify/journal.h"
 #include "alert/notify/render.h"
 #include "common/format.h"
+#include "common/series_id.h"
 #include "common/strings.h"
 #include "store/history_store.h"
 #include "tailguard/series_io.h"
@@ -200,7 +201,7 @@ LiveLoop::LiveLoop(Registry& registry, LiveLoopOptions options, RouteCounterTabl
 
 LiveLoop::~LiveLoop() { Stop(); }
 
-std::string LiveLoop::SeriesId(std::string_view key) { return store::HistorySeriesId(key); }
+std::string LiveLoop::SeriesId(std::string_view key) { return tailguard::SeriesId(key); }
 
 void LiveLoop::Tick() {
   registry_.Collect();

@@ -85,13 +85,7 @@ export function overviewView({ app }) {
         h('td', null, stateBadge(st, worst.severity)),
         h('td', null, seriesLabel(g.labels, ''), ' ', toggle,
           h('span', { class: 'muted' }, ` · slowest vs baseline: ${worst.labels?.stage}`)),
-        h('td', { class: 'num' }, ms(worst.p50)),
-        h('td', { class: 'num strong' }, ms(worst.p99)),
-        h('td', { class: 'num muted' }, ms(worst.baseline_p99)),
-        deviationCell(worst),
-        h('td', { class: 'num' }, rate(worst.rate)),
-        h('td', { class: `num${worst.error_ratio > 0.01 ? ' bad' : ''}` }, percent(worst.error_ratio)),
-        h('td', { class: 'num' }, scoreBar(worst.anomaly_score)));
+        ...statCells(worst));
       return open ? [head, ...g.members.map((s) => seriesRow(s, true))] : [head];
     }));
   }
@@ -101,13 +95,7 @@ export function overviewView({ app }) {
     return h('tr', { class: `row-${st}${member ? ' group-member' : ''}`, dataset: { id: s.id } },
       h('td', null, stateBadge(st, s.severity)),
       h('td', null, seriesLink(app.state, s.id, seriesLabel(s.labels, s.key))),
-      h('td', { class: 'num' }, ms(s.p50)),
-      h('td', { class: 'num strong' }, ms(s.p99)),
-      h('td', { class: 'num muted' }, ms(s.baseline_p99)),
-      deviationCell(s),
-      h('td', { class: 'num' }, rate(s.rate)),
-      h('td', { class: `num${s.error_ratio > 0.01 ? ' bad' : ''}` }, percent(s.error_ratio)),
-      h('td', { class: 'num' }, scoreBar(s.anomaly_score)));
+      ...statCells(s));
   }
 
   return {
@@ -122,6 +110,19 @@ export function overviewView({ app }) {
       draw();
     },
   };
+}
+
+// The statistics columns of a row: P50, P99, baseline, vs baseline, QPS, errors, anomaly.
+function statCells(s) {
+  return [
+    h('td', { class: 'num' }, ms(s.p50)),
+    h('td', { class: 'num strong' }, ms(s.p99)),
+    h('td', { class: 'num muted' }, ms(s.baseline_p99)),
+    deviationCell(s),
+    h('td', { class: 'num' }, rate(s.rate)),
+    h('td', { class: `num${s.error_ratio > 0.01 ? ' bad' : ''}` }, percent(s.error_ratio)),
+    h('td', { class: 'num' }, scoreBar(s.anomaly_score)),
+  ];
 }
 
 // "30×" for a P99 thirty times its baseline, "0.5×" for half of it; red from 2x, whether or not
