@@ -41,10 +41,13 @@ YAML
   "$tailguard" serve --config "$dir/gateway.yaml" >"$dir/gateway.log" 2>&1 &
   gateway=$!
   pids="$pids $gateway"
-  wait_until "the gateway" 30 curl -sf "http://127.0.0.1:$gw_port/healthz"
+  # From a port outside the ephemeral range: curl closes first, and its socket's TIME_WAIT
+  # (without SO_REUSEADDR) on the upstream's port would keep the upstream from binding it for a
+  # minute (what failed a CI run, about one run in a hundred).
+  wait_until "the gateway" 30 curl -sf --local-port 32000-32999 "http://127.0.0.1:$gw_port/healthz"
 }
 self_count() {
-  curl -sf "http://127.0.0.1:$gw_port/metrics" |
+  curl -sf --local-port 32000-32999 "http://127.0.0.1:$gw_port/metrics" |
     sed -n 's/^tailguard_upstream_connections_dropped_total{reason="self"} //p'
 }
 
