@@ -60,7 +60,7 @@ void BM_Backend(benchmark::State& state) {
   c.features = {"user_id", "user:"};
   model::BackendOptions o;
   o.intra_op_threads = 1;
-  o.features = features.get();
+  o.features = [&features](std::string_view key) { return features->Get(key); };
   auto backend = model::ModelBackend::Create({c}, o);
   if (!backend.ok()) {
     state.SkipWithError(std::string(backend.status().message()).c_str());

@@ -13,7 +13,6 @@
 #include "common/strings.h"
 #include "model/kserve_json.h"
 #include "model/torch_model.h"
-#include "store/feature_store.h"
 
 namespace tailguard::model {
 namespace {
@@ -199,7 +198,7 @@ absl::StatusOr<std::unique_ptr<ModelBackend>> ModelBackend::Create(std::vector<M
     if (c.versions.empty()) {
       return absl::InvalidArgumentError(Cat("model \"", c.name, "\" has no versions"));
     }
-    if (!c.features.input.empty() && options.features == nullptr) {
+    if (!c.features.input.empty() && !options.features) {
       return absl::InvalidArgumentError(
           Cat("model \"", c.name, "\" looks up features.input \"", c.features.input,
               "\" but no feature store is configured (feature_store:)"));
@@ -406,7 +405,7 @@ std::optional<InferResult> ModelBackend::Impl::LookUpFeatures(const Model& m, Pe
     size_t dim = 0;
     for (size_t i = 0; i < t.strings.size(); ++i) {
       const std::string key = Cat(f.prefix, t.strings[i]);
-      absl::StatusOr<std::vector<float>> v = options.features->Get(key);
+      absl::StatusOr<std::vector<float>> v = options.features(key);
       if (!v.ok()) {
         const bool missing = v.status().code() == absl::StatusCode::kNotFound;
         return Error(missing ? 404 : 503, missing ? "feature_not_found" : "feature_store_error",

@@ -20,19 +20,21 @@
 #include "model/model_config.h"
 #include "tailguard/clock.h"
 
-namespace tailguard::store {
-class FeatureStore;
-}  // namespace tailguard::store
-
 namespace tailguard::model {
+
+// Fetches the feature vector stored under `key` ("user:42"): the model layer's view of a feature
+// store (store::FeatureStore, through a lambda the composer writes: the backend knows no store).
+// Called from the model worker threads, several at once; NotFound answers 404
+// (feature_not_found), any other error 503 (feature_store_error).
+using FeatureLookupFn = std::function<absl::StatusOr<std::vector<float>>(std::string_view key)>;
 
 struct BackendOptions {
   // Threads each operator may use (LibTorch's intra-op setting, process-wide). Default 1: with
   // several workers, parallelism comes from the workers.
   int intra_op_threads = 1;
-  // Where feature lookups read; borrowed, must outlive the backend. Required when a model
-  // configures `features`.
-  store::FeatureStore* features = nullptr;
+  // Where feature lookups read; what it refers to must outlive the backend. Required when a
+  // model configures `features`.
+  FeatureLookupFn features;
   const Clock* clock = &Clock::Real();
   std::FILE* log = nullptr;  // model loads and version switches; nullptr for none
 };

@@ -1889,7 +1889,7 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Create(GatewayOptions options)
     }
     model::BackendOptions backend;
     backend.intra_op_threads = cfg.model_threads;
-    backend.features = features;
+    backend.features = [features](std::string_view key) { return features->Get(key); };
     backend.clock = &g->clock;
     backend.log = g->options.log;
     absl::StatusOr<std::unique_ptr<model::ModelBackend>> b =

@@ -119,7 +119,9 @@ std::vector<double> Outputs(const InferResult& r) {
 
 std::unique_ptr<ModelBackend> Make(std::vector<ModelConfig> models, store::FeatureStore* features) {
   BackendOptions o;
-  o.features = features;
+  if (features != nullptr) {
+    o.features = [features](std::string_view key) { return features->Get(key); };
+  }
   absl::StatusOr<std::unique_ptr<ModelBackend>> b = ModelBackend::Create(std::move(models), o);
   EXPECT_TRUE(b.ok()) << b.status();
   return b.ok() ? *std::move(b) : nullptr;
