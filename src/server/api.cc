@@ -16,6 +16,7 @@
 #include "metrics/heatmap.h"
 #include "model/backend.h"
 #include "nlohmann/json.hpp"
+#include "server/http_status.h"
 #include "server/otlp.h"
 #include "server/protocol.h"
 #include "store/event_store.h"
@@ -142,6 +143,16 @@ ApiResponse Error(int status, std::string_view code, std::string_view message) {
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 ApiResponse Json(const json& j) { return {200, "application/json", Dump(j)}; }
+
+// A failed call's answer, through the one table of server/http_status.h. A 5xx names what was
+// being done ("reading the silences") and the status code; a 4xx is the caller's to fix and
+// gives the message alone.
+ApiResponse StatusError(const absl::Status& s, std::string_view doing) {
+  const HttpError e = HttpErrorFor(s.code());
+  if (e.status < 500) return Error(e.status, e.code, std::string(s.message()));
+  return Error(e.status, e.code,
+               Cat(doing, " failed (", absl::StatusCodeToString(s.code()), "): ", s.message()));
+}
 
 // A positive integer query parameter with a default and a ceiling.
 absl::StatusOr<size_t> Limit(std::string_view query, size_t default_value, size_t max) {
@@ -572,14 +583,9 @@ absl::StatusOr<TimeRange> ParseRange(std::string_view query, WallTime now) {
   return r;
 }
 
-// The answer for a failed History(), Heatmap() or Resolve(): the caller's mistake (400, 404) or the
-// store's trouble (503: try again, the request was fine).
+// The answer for a failed History(), Heatmap() or Resolve().
 ApiResponse RangeError(const absl::Status& s) {
-  if (absl::IsNotFound(s)) return Error(404, "not_found", std::string(s.message()));
-  if (absl::IsInvalidArgument(s)) return Error(400, "bad_request", std::string(s.message()));
-  return Error(503, "store_unavailable",
-               Cat("reading the history store failed (", absl::StatusCodeToString(s.code()),
-                   "): ", s.message()));
+  return StatusError(s, "reading the history store");
 }
 
 }  // namespace
@@ -710,9 +716,7 @@ ApiResponse Api::Alerts(std::string_view query) const {
     q.limit = static_cast<int>(*limit);
     q.include_archived = QueryParam(query, "archived") == "1";
     absl::StatusOr<std::vector<store::AlertRow>> rows = s_.store->ListAlerts(q);
-    if (!rows.ok()) {
-      return Error(500, "store", Cat("reading the alert store: ", rows.status().message()));
-    }
+    if (!rows.ok()) return StatusError(rows.status(), "reading the alert store");
     json episodes = json::array();
     for (const store::AlertRow& a : *rows) episodes.push_back(EpisodeJson(a));
     out["episodes"] = std::move(episodes);
@@ -745,13 +749,9 @@ ApiResponse Api::Ack(std::string_view id_text, const ApiRequest& request) const 
     return Error(400, "bad_request", "say who acknowledges: {\"by\": \"alice\"}");
   }
   const absl::Status s = s_.store->Ack(*id, *by, *comment, s_.registry->Now());
-  if (absl::IsNotFound(s)) return Error(404, "not_found", std::string(s.message()));
-  if (absl::IsFailedPrecondition(s)) return Error(409, "conflict", std::string(s.message()));
-  if (absl::IsInvalidArgument(s)) return Error(400, "bad_request", std::string(s.message()));
-  if (!s.ok()) return Error(500, "store", Cat("acknowledging: ", s.message()));
+  if (!s.ok()) return StatusError(s, "acknowledging");
   absl::StatusOr<store::AlertDetail> detail = s_.store->GetAlert(*id);
-  if (!detail.ok())
-    return Error(500, "store", Cat("reading the alert: ", detail.status().message()));
+  if (!detail.ok()) return StatusError(detail.status(), "reading the alert");
   return Json({{"alert", EpisodeJson(detail->alert)}});
 }
 
@@ -775,9 +775,7 @@ ApiResponse Api::Silences(std::string_view method, std::string_view id_text,
         q == std::string_view::npos ? std::string_view() : request.target.substr(q + 1);
     const bool expired = QueryParam(query, "expired") == "true";
     absl::StatusOr<std::vector<store::Silence>> list = s_.store->ListSilences(now, expired);
-    if (!list.ok()) {
-      return Error(500, "store", Cat("reading the silences: ", list.status().message()));
-    }
+    if (!list.ok()) return StatusError(list.status(), "reading the silences");
     json out = json::array();
     for (const store::Silence& s : *list) out.push_back(SilenceJson(s, now));
     return Json({{"silences", out}});
@@ -830,11 +828,7 @@ ApiResponse Api::Silences(std::string_view method, std::string_view id_text,
       silence.ends_at = *t;
     }
     absl::StatusOr<int64_t> id = s_.store->AddSilence(silence);
-    if (!id.ok()) {
-      const bool bad = absl::IsInvalidArgument(id.status());
-      return Error(bad ? 400 : 500, bad ? "bad_request" : "store",
-                   std::string(id.status().message()));
-    }
+    if (!id.ok()) return StatusError(id.status(), "adding the silence");
     silence.id = *id;
     ApiResponse r = Json({{"silence", SilenceJson(silence, now)}});
     r.status = 201;
@@ -847,9 +841,7 @@ ApiResponse Api::Silences(std::string_view method, std::string_view id_text,
                    Cat("\"", id_text, "\" is not a silence id; ids are in GET ", kSilencesPath));
     }
     const absl::Status s = s_.store->ExpireSilence(*id, now);
-    if (absl::IsNotFound(s)) return Error(404, "not_found", std::string(s.message()));
-    if (absl::IsFailedPrecondition(s)) return Error(409, "conflict", std::string(s.message()));
-    if (!s.ok()) return Error(500, "store", Cat("expiring the silence: ", s.message()));
+    if (!s.ok()) return StatusError(s, "expiring the silence");
     return Json({{"expired", *id}});
   }
   return Error(
