@@ -129,19 +129,6 @@ class SelectorParser {
   size_t pos_ = 0;
 };
 
-void AppendEscaped(std::string& out, std::string_view value) {
-  for (char c : value) {
-    if (c == '\\' || c == '"') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out.push_back(c);
-    }
-  }
-}
-
 }  // namespace
 
 absl::StatusOr<std::vector<LabelMatcher>> ParseSelector(std::string_view text) {
@@ -170,8 +157,8 @@ absl::StatusOr<SeriesSelector> SeriesSelector::Compile(const std::vector<LabelMa
       auto re = std::make_shared<const RE2>(Cat("^(?:", c.matcher.value, ")$"), options);
       if (!re->ok()) {
         return absl::InvalidArgumentError(Cat("matcher ", i, " (", c.matcher.name, "): regex \"",
-                                              c.matcher.value, "\" does not compile: ",
-                                              re->error(), " (RE2 syntax, as Prometheus)"));
+                                              c.matcher.value, "\" does not compile: ", re->error(),
+                                              " (RE2 syntax, as Prometheus)"));
       }
       c.regex = std::move(re);
     }
@@ -209,25 +196,6 @@ std::string_view LabelValue(LabelSpan labels, std::string_view name) {
     if (n == name) return v;
   }
   return {};
-}
-
-std::string FormatLabelSet(LabelSpan labels) {
-  std::string out = "{";
-  for (size_t i = 0; i < labels.size(); ++i) {
-    if (i > 0) out.push_back(',');
-    out += labels[i].first;
-    out += "=\"";
-    AppendEscaped(out, labels[i].second);
-    out.push_back('"');
-  }
-  out.push_back('}');
-  return out;
-}
-
-std::string SeriesKey(std::string_view metric, LabelSpan labels) {
-  std::vector<std::pair<std::string, std::string>> sorted(labels.begin(), labels.end());
-  std::sort(sorted.begin(), sorted.end());
-  return Cat(metric, FormatLabelSet(sorted));
 }
 
 }  // namespace alert_internal

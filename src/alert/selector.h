@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "metrics/series_key.h"
 #include "tailguard/alert.h"
 
 namespace re2 {
@@ -41,11 +42,9 @@ class SeriesSelector {
 // The value of label `name` among `labels`, or "" when absent.
 std::string_view LabelValue(LabelSpan labels, std::string_view name);
 
-// `metric{a="x",b="y"}` with the labels sorted by name and values escaped (\\, \", \n).
-std::string SeriesKey(std::string_view metric, LabelSpan labels);
-
-// `{a="x",b="y"}` in the given order, values escaped.
-std::string FormatLabelSet(LabelSpan labels);
+// The canonical series key and label-set text live in src/metrics (metrics/series_key.h), once.
+using metrics::FormatLabelSet;
+using metrics::SeriesKey;
 
 }  // namespace tailguard::alert_internal
 

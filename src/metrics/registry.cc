@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "common/strings.h"
+#include "metrics/series_key.h"
 
 namespace tailguard {
 namespace {
@@ -20,19 +21,6 @@ bool ValidName(std::string_view s, bool allow_colon) {
   return true;
 }
 
-void AppendEscaped(std::string& out, std::string_view v) {
-  for (char c : v) {
-    if (c == '\\' || c == '"') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (c == '\n') {
-      out.append("\\n");
-    } else {
-      out.push_back(c);
-    }
-  }
-}
-
 // Sorts `labels`, validates everything and returns the canonical key.
 absl::StatusOr<std::string> CanonicalKey(std::string_view name, Labels& labels) {
   if (!ValidName(name, /*allow_colon=*/true)) {
@@ -42,10 +30,8 @@ absl::StatusOr<std::string> CanonicalKey(std::string_view name, Labels& labels) 
             "digit (Prometheus naming)"));
   }
   std::sort(labels.begin(), labels.end());
-  std::string key(name);
-  key.push_back('{');
   for (size_t i = 0; i < labels.size(); ++i) {
-    const auto& [k, v] = labels[i];
+    const std::string& k = labels[i].first;
     if (!ValidName(k, /*allow_colon=*/false) || k.starts_with("__")) {
       return absl::InvalidArgumentError(
           Cat("label name \"", k, "\" on metric ", name,
@@ -54,13 +40,8 @@ absl::StatusOr<std::string> CanonicalKey(std::string_view name, Labels& labels) 
     if (i > 0 && labels[i - 1].first == k) {
       return absl::InvalidArgumentError(Cat("label \"", k, "\" given twice on metric ", name));
     }
-    if (i > 0) key.push_back(',');
-    key += Cat(k, "=\"");
-    AppendEscaped(key, v);
-    key.push_back('"');
   }
-  key.push_back('}');
-  return key;
+  return metrics::SeriesKey(name, labels);
 }
 
 }  // namespace
@@ -213,10 +194,10 @@ absl::Status Registry::CheckValues(std::string_view name, const Labels& labels) 
   for (const auto& [k, v] : labels) {
     if (v.size() > options_.max_label_value_bytes) {
       refused_.fetch_add(1, std::memory_order_relaxed);
-      return absl::InvalidArgumentError(
-          Cat("label ", k, " on metric ", name, ": a value of ", v.size(),
-              " bytes is over the limit of ", options_.max_label_value_bytes,
-              " (RegistryOptions::max_label_value_bytes)"));
+      return absl::InvalidArgumentError(Cat("label ", k, " on metric ", name, ": a value of ",
+                                            v.size(), " bytes is over the limit of ",
+                                            options_.max_label_value_bytes,
+                                            " (RegistryOptions::max_label_value_bytes)"));
     }
   }
   return absl::OkStatus();
@@ -225,7 +206,8 @@ absl::Status Registry::CheckValues(std::string_view name, const Labels& labels) 
 Series* Registry::InsertLocked(std::string_view name, Labels labels, const std::string& key) {
   auto [it, inserted] = series_.try_emplace(key);
   if (inserted) {
-    it->second = std::make_unique<Series>(std::string(name), std::move(labels), key, options_.windows);
+    it->second =
+        std::make_unique<Series>(std::string(name), std::move(labels), key, options_.windows);
   }
   return it->second.get();
 }
@@ -294,8 +276,8 @@ absl::StatusOr<RequestMetrics*> Registry::Requests(const RouteLabels& route) {
   if (series_.size() + missing > options_.max_series) {
     refused_.fetch_add(1, std::memory_order_relaxed);
     return absl::ResourceExhaustedError(
-        Cat("request metrics for model=\"", route.model, "\": the registry holds ",
-            series_.size(), " series, near its limit of ", options_.max_series,
+        Cat("request metrics for model=\"", route.model, "\": the registry holds ", series_.size(),
+            " series, near its limit of ", options_.max_series,
             " (RegistryOptions::max_series); new series are refused"));
   }
   std::array<Series*, kStageCount> stages{};

@@ -27,7 +27,7 @@ namespace tailguard::store {
   TG_ASSIGN_OR_RETURN_IMPL(TG_STORE_CONCAT(status_or_, __LINE__), lhs, expr)
 
 // Label sets as Prometheus writes them: {a="x",b="y"} (selector.h's FormatLabelSet).
-std::string EncodeLabels(LabelSpan labels) { return alert_internal::FormatLabelSet(labels); }
+std::string EncodeLabels(metrics::LabelPairs labels) { return metrics::FormatLabelSet(labels); }
 
 absl::StatusOr<Labels> DecodeLabels(std::string_view text) {
   auto bad = [&] { return absl::DataLossError(Cat("malformed label set ", text)); };

@@ -6,12 +6,13 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "tailguard/alert.h"
+#include "metrics/series_key.h"
+#include "tailguard/registry.h"
 
 namespace tailguard::store {
 
-// `{a="x",b="y"}` in the given order, values escaped (selector.h's FormatLabelSet).
-std::string EncodeLabels(LabelSpan labels);
+// `{a="x",b="y"}` in the given order, values escaped (metrics::FormatLabelSet).
+std::string EncodeLabels(metrics::LabelPairs labels);
 // The inverse; DataLoss naming the text for anything else.
 absl::StatusOr<Labels> DecodeLabels(std::string_view text);
 
