@@ -19,6 +19,7 @@
 #include "commands.h"
 #include "common/progress.h"
 #include "common/strings.h"
+#include "metrics/series_key.h"
 #include "nlohmann/json.hpp"
 #include "server/gateway_config.h"
 #include "store/history_store.h"
@@ -176,7 +177,7 @@ absl::StatusOr<Key> ParseKey(std::string_view text) {
         "needs a metric name, like tailguard_request_duration_seconds{model=\"risk\"}");
   }
   std::sort(k.labels.begin(), k.labels.end());
-  k.key = alert_internal::SeriesKey(k.metric, k.labels);
+  k.key = metrics::SeriesKey(k.metric, k.labels);
   return k;
 }
 

@@ -14,6 +14,7 @@
 #include "common/strings.h"
 #include "metrics/exposition.h"
 #include "metrics/heatmap.h"
+#include "metrics/series_key.h"
 #include "model/backend.h"
 #include "nlohmann/json.hpp"
 #include "server/http_status.h"
@@ -195,7 +196,7 @@ class Page {
   }
   void Sample(const Labels& labels, double value) {
     out_ += sample_;
-    if (!labels.empty()) out_ += alert_internal::FormatLabelSet(labels);
+    if (!labels.empty()) out_ += metrics::FormatLabelSet(labels);
     out_ += ' ';
     out_ += FormatSampleValue(value);
     out_ += '\n';
