@@ -2,7 +2,9 @@
 # Side-by-side proxy benchmark: `tailguard serve` against nginx as a reverse proxy in front of the
 # same nginx upstream. First requests/s at saturation (wrk, alternating); then the latency each
 # adds to a request, against the upstream direct, at half of tailguard's maximum rate and at a
-# light rate. Prints FIGURE lines (DESIGN.md, Conventions); takes about four minutes.
+# light rate; and the gateway's resident memory idle and at half its maximum rate
+# (serve_rss_idle_mb, serve_rss_loaded_mb). Prints FIGURE lines (DESIGN.md, Conventions); takes
+# about four minutes.
 #
 # Usage: bench/proxy_vs_nginx.sh BUILD_DIR     (tailguard is BUILD_DIR/apps/tailguard/tailguard)
 # Environment (all optional):
@@ -176,6 +178,16 @@ else
   wait_up "tailguard serve" "$put_port" "${pids[-1]}" "$tmp/tailguard.log"
 fi
 echo "up: nginx proxy on :$nginx_port, $put_name on :$put_port"
+put_pid=${pids[-1]}
+
+# Resident memory of the proxy under test (a proxy-only gateway, one route): idle once it has
+# answered and ticked, and the most seen while it serves half its maximum rate (below).
+rss_mb() { awk '/^VmRSS:/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status" 2>/dev/null; }
+sleep 2
+idle_rss=$(rss_mb "$put_pid")
+torch_mapped=$(grep -c 'libtorch' "/proc/$put_pid/maps" 2>/dev/null || true)
+echo "$put_name: idle resident ${idle_rss} MB; libtorch mappings: ${torch_mapped:-0}"
+echo "FIGURE serve_rss_idle_mb $idle_rss MB"
 
 # run_wrk OUT CONNECTIONS URL [wrk args...]: one run; fails on errors or non-2xx answers.
 run_wrk() {
@@ -318,8 +330,20 @@ latency_runs() {
   added nginx_added_p50_us "$suffix" "${ref_p50[@]}" -- "${direct_p50[@]}"
   added nginx_added_p99_us "$suffix" "${ref_p99[@]}" -- "${direct_p99[@]}"
 }
+# The most resident memory seen every 0.2 s while the half-rate runs go on.
+( peak=0
+  while kill -0 "$put_pid" 2>/dev/null; do
+    r=$(rss_mb "$put_pid")
+    peak=$(awk -v a="$peak" -v b="${r:-0}" 'BEGIN { print (b > a) ? b : a }')
+    echo "$peak" >"$tmp/rss_peak"
+    sleep 0.2
+  done ) &
+rss_sampler=$!
 latency_runs "$(awk -v max="$put_med" 'BEGIN { printf "%.0f", max / 2 }')" \
   "half of $put_name's max" ""
+kill "$rss_sampler" 2>/dev/null || true
+wait "$rss_sampler" 2>/dev/null || true
+echo "FIGURE serve_rss_loaded_mb $(cat "$tmp/rss_peak" 2>/dev/null || echo 0) MB"
 if [ "$LIGHT_RATE" -gt 0 ]; then
   latency_runs "$LIGHT_RATE" "light load: what a hop costs when nothing contends" _light
 fi

@@ -55,17 +55,22 @@ struct Options {
 // event happened, 0 elsewhere, so detections score with threshold 1.
 std::vector<double> RuleDetections(const TimeSeries& series, const AlertConfig& config,
                                    AlertEventKind kind, double unit_seconds) {
-  CollectingAlertSink sink;
-  absl::StatusOr<std::unique_ptr<AlertEngine>> engine = AlertEngine::Create(config, sink);
   std::vector<double> out(series.values.size(), 0.0);
-  if (!engine.ok()) return out;  // validated when loaded
-  SeriesReplay replay({{"file", fs::path(series.path).stem().string()}});
-  size_t seen = 0;
+  absl::StatusOr<std::unique_ptr<Analyzer>> analyzer = Analyzer::Create(config, {});
+  if (!analyzer.ok()) return out;  // validated when loaded
+  // Which event kinds the current point caused.
+  struct Seen final : Subscriber {
+    AlertEventKind kind;
+    bool hit = false;
+    void OnAlertEvent(const AlertEvent& e) override { hit = hit || e.kind == kind; }
+  } seen;
+  seen.kind = kind;
+  (*analyzer)->Subscribe(&seen);
+  const Labels labels = ReplayLabels(series.path);
   for (size_t i = 0; i < series.values.size(); ++i) {
-    replay.Point(**engine, series.times[i], series.values[i] * unit_seconds);
-    for (; seen < sink.events.size(); ++seen) {
-      if (sink.events[seen].kind == kind) out[i] = 1.0;
-    }
+    seen.hit = false;
+    (*analyzer)->Analyze(P99Batch(labels, series.times[i], series.values[i] * unit_seconds));
+    if (seen.hit) out[i] = 1.0;
   }
   return out;
 }

@@ -21,9 +21,6 @@ void AddReplay(CLI::App& app, Action& action);
 void AddBacktest(CLI::App& app, Action& action);
 // `serve`: the gateway (serve.cc).
 void AddServe(CLI::App& app, Action& action);
-// The rules `serve` and `demo` evaluate when none are configured: the relative tiers (+10/+30/
-// +50 % over the baseline) on each route's total P99, and the anomaly score of the same series.
-AlertConfig DefaultServeRules();
 // `demo`: the demo models served in-process under a scripted scenario (demo.cc); `make run`.
 void AddDemo(CLI::App& app, Action& action);
 // `alerts`: the event store's alerts, silences and delivery outbox (alerts.cc).

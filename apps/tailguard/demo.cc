@@ -36,6 +36,7 @@
 #include "signals.h"
 #include "store/feature_store.h"
 #include "store/redis.h"
+#include "tailguard/analyzer.h"
 #include "yaml-cpp/yaml.h"
 
 namespace tailguard::cli {
@@ -183,7 +184,7 @@ std::string Ms(double seconds) {
 // 10 s, and the anomaly score of the same series. Shorter debounce than `serve`'s defaults, so a
 // two-minute scenario shows the whole life of an alert.
 AlertConfig DemoRules() {
-  AlertConfig c = DefaultServeRules();
+  AlertConfig c = DefaultAlertRules();
   for (AlertRule& r : c.rules) {
     r.debounce.alert_after = 10s;
     r.debounce.resolve_after = 15s;

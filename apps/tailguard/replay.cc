@@ -28,8 +28,10 @@
 #include "common/parallel.h"
 #include "common/progress.h"
 #include "common/strings.h"
+#include "analyze/request_log.h"
 #include "series_replay.h"
 #include "tailguard/alert.h"
+#include "tailguard/analyzer.h"
 #include "tailguard/detect.h"
 #include "tailguard/series_io.h"
 
@@ -68,16 +70,13 @@ std::string ValueText(Statistic stat, double v) {
   return buf;
 }
 
-// Prints events as they come: the alert timeline.
-class TimelineSink final : public AlertSink {
+// Prints events as they come: the alert timeline, and drift findings.
+class TimelinePrinter final : public Subscriber {
  public:
-  explicit TimelineSink(bool print) : print_(print) {}
+  explicit TimelinePrinter(bool print) : print_(print) {}
 
-  void OnEvent(const AlertEvent& e) override {
+  void OnAlertEvent(const AlertEvent& e) override {
     ++events_;
-    if (e.kind == AlertEventKind::kPreAlert && first_pre_alert_ == WallTime{}) {
-      first_pre_alert_ = e.time;
-    }
     if (e.kind == AlertEventKind::kFire) ++fired_;
     if (!print_) return;
     std::string labels;
@@ -91,18 +90,22 @@ class TimelineSink final : public AlertSink {
                 Seconds(e.baseline_p99).c_str());
   }
   void OnNotification(const Notification&) override { ++notifications_; }
+  void OnDrift(const DriftEvent& d) override {
+    if (!print_) return;
+    std::printf("%s  %-10s %s %s\n", FormatTimestampUtc(d.time).c_str(),
+                d.drifting ? "drift" : "drift_end", d.series.c_str(),
+                d.drifting ? d.finding.Describe().c_str() : "no longer trending");
+  }
 
   uint64_t events() const { return events_; }
   uint64_t fired() const { return fired_; }
   uint64_t notifications() const { return notifications_; }
-  WallTime first_pre_alert() const { return first_pre_alert_; }
 
  private:
   const bool print_;
   uint64_t events_ = 0;
   uint64_t fired_ = 0;
   uint64_t notifications_ = 0;
-  WallTime first_pre_alert_{};
 };
 
 int Fail(int code, const std::string& message) {
@@ -110,13 +113,15 @@ int Fail(int code, const std::string& message) {
   return code;
 }
 
+std::string RouteOf(const std::string& file) { return std::filesystem::path(file).stem().string(); }
+
 std::string DefaultOut(const std::string& file) {
   return std::filesystem::path(file).stem().string() + ".scores.csv";
 }
 
 // A request log: rows of individual requests, aggregated per resolution into percentiles.
-int ReplayRequestLog(const Options& o, const CsvTable& table, AlertEngine& engine,
-                     TimelineSink& sink, Duration resolution) {
+int ReplayRequestLog(const Options& o, const CsvTable& table, Analyzer& analyzer,
+                     const TimelinePrinter& sink, Duration resolution) {
   const auto col = [&](std::string_view name) -> int {
     for (size_t i = 0; i < table.header.size(); ++i) {
       if (table.header[i] == name) return static_cast<int>(i);
@@ -144,13 +149,11 @@ int ReplayRequestLog(const Options& o, const CsvTable& table, AlertEngine& engin
                        "; a request log has timestamp,latency_ms[,<stage>_ms...][,status]"));
   }
   const int status_col = col("status");
-  // Aggregate: bucket -> per stage histogram, plus error counts.
-  struct Bucket {
-    std::vector<Histogram> stage;
-    uint64_t errors = 0;
-  };
-  std::map<int64_t, Bucket> buckets;
-  const int64_t res = resolution.count();
+  std::vector<std::string> stage_names;
+  for (const auto& st : stages) stage_names.push_back(st.first);
+  analyze::RequestLog log(std::string(kRequestDurationMetric), {{"route", RouteOf(o.file)}},
+                          stage_names, resolution);
+  log.set_has_status(status_col >= 0);
   // Every bad row is named (BadRows), and nothing is replayed unless all are good.
   BadRows bad;
   std::vector<uint64_t> latencies(stages.size());
@@ -191,67 +194,41 @@ int ReplayRequestLog(const Options& o, const CsvTable& table, AlertEngine& engin
       }
     }
     if (!row_ok || !bad.empty()) continue;  // once a row is bad, only checking goes on
-    const int64_t ns = t->time_since_epoch().count();
-    Bucket& b = buckets[(ns >= 0 ? ns : ns - res + 1) / res];
-    if (b.stage.empty()) b.stage.resize(stages.size());
-    for (size_t s = 0; s < stages.size(); ++s) {
-      if (latencies[s] != UINT64_MAX) b.stage[s].Record(latencies[s]);
-    }
-    if (code >= 400) ++b.errors;  // 4xx and 5xx count as failed
+    log.Add(*t, latencies, code);
   }
   if (!bad.empty()) return Fail(2, bad.Text());
-  if (buckets.empty()) return Fail(2, Cat(o.file, ": no requests"));
-
-  std::vector<SeriesReplay> series;
-  for (size_t s = 0; s < stages.size(); ++s) {
-    series.emplace_back(Labels{{"file", std::filesystem::path(o.file).stem().string()},
-                               {"stage", stages[s].first}});
-  }
-  TimeSeries total;
-  total.path = o.file;
-  // Walk every resolution step from the first to the last bucket: empty ones are missing points.
-  const int64_t first = buckets.begin()->first;
-  const int64_t last = buckets.rbegin()->first;
+  if (log.empty()) return Fail(2, Cat(o.file, ": no requests"));
   constexpr int64_t kMaxSteps = 10'000'000;
-  if (last - first >= kMaxSteps) {
+  if (log.span() > kMaxSteps) {
     return Fail(
-        2, Cat(o.file, ": the requests span ", last - first + 1, " steps of ", o.resolution,
+        2, Cat(o.file, ": the requests span ", log.span(), " steps of ", o.resolution,
                " (at most ", kMaxSteps, "): check the timestamps or use a coarser --resolution"));
   }
-  const double res_seconds = std::chrono::duration<double>(resolution).count();
-  for (int64_t k = first; k <= last; ++k) {
-    const WallTime t{Duration(k * res)};
-    auto it = buckets.find(k);
-    for (size_t s = 0; s < stages.size(); ++s) {
-      Observation obs;
-      double p99 = Observation::kMissing;
-      if (it != buckets.end() && !it->second.stage[s].empty()) {
-        const Histogram& h = it->second.stage[s];
-        obs.p50 = static_cast<double>(h.Quantile(0.5)) * 1e-9;
-        obs.p90 = static_cast<double>(h.Quantile(0.9)) * 1e-9;
-        p99 = static_cast<double>(h.Quantile(0.99)) * 1e-9;
-        obs.p999 = static_cast<double>(h.Quantile(0.999)) * 1e-9;
-        obs.rate = static_cast<double>(h.count()) / res_seconds;
-        if (s == 0 && status_col >= 0) {
-          obs.error_ratio = static_cast<double>(it->second.errors) / static_cast<double>(h.count());
-        }
-      }
-      series[s].Point(engine, t, p99, obs);
-      if (s == 0) {
-        total.times.push_back(t);
-        total.values.push_back(p99 * 1e3);
-      }
-    }
+  // Every step from the first to the last, stamped at its end: empty ones are missing points.
+  TimeSeries total;
+  total.path = o.file;
+  std::vector<double> scores;
+  std::unique_ptr<Source> steps = log.Steps();
+  Batch batch;
+  std::vector<PointVerdict> verdicts;
+  for (;;) {
+    absl::StatusOr<bool> more = steps->Next(batch);
+    if (!more.ok()) return Fail(1, std::string(more.status().message()));
+    if (!*more) break;
+    analyzer.Analyze(batch, &verdicts);
+    const size_t at = log.PointOf(0);
+    total.times.push_back(batch.time);
+    total.values.push_back(batch.points[at].p99 * 1e3);
+    scores.push_back(std::isnan(verdicts[at].score) ? 0 : verdicts[at].score);
   }
-  engine.Advance(total.times.back());
   const std::string out = o.out.empty() ? DefaultOut(o.file) : o.out;
-  if (absl::Status st = WriteScoresCsv(out, total, series[0].scores()); !st.ok()) {
+  if (absl::Status st = WriteScoresCsv(out, total, scores); !st.ok()) {
     return Fail(1, std::string(st.message()));
   }
   for (size_t s = 0; s < stages.size() && !o.quiet; ++s) {
-    if (series[s].drift().drifting) {
-      std::printf("\ndrift: %s P99 %s\n", stages[s].first.c_str(),
-                  series[s].drift().Describe().c_str());
+    const DriftFinding* drift = analyzer.Drift(batch.points[log.PointOf(s)].key);
+    if (drift != nullptr && drift->drifting) {
+      std::printf("\ndrift: %s P99 %s\n", stages[s].first.c_str(), drift->Describe().c_str());
     }
   }
   if (!o.quiet) {
@@ -332,24 +309,28 @@ int ReplayFile(const Options& o) {
     return Fail(2, Cat("--resolution: \"", o.resolution,
                        "\" is not a duration from 1ms to 24h like 10s, 1m, 1h"));
   }
-  AlertConfig config = DefaultReplayRules(o.anomaly_threshold);
+  AlertConfig config = DefaultAlertRules(o.anomaly_threshold);
   if (!o.rules.empty()) {
     absl::StatusOr<AlertConfig> loaded = LoadAlertConfig(o.rules);
     if (!loaded.ok()) return Fail(2, std::string(loaded.status().message()));
     config = *std::move(loaded);
   }
-  TimelineSink sink(!o.quiet);
-  absl::StatusOr<std::unique_ptr<AlertEngine>> engine = AlertEngine::Create(config, sink);
-  if (!engine.ok()) return Fail(2, std::string(engine.status().message()));
-
+  TimelinePrinter sink(!o.quiet);
   absl::StatusOr<CsvTable> table = ReadCsv(o.file);
   if (!table.ok()) return Fail(2, std::string(table.status().message()));
   const auto has = [&](std::string_view name) {
     return std::find(table->header.begin(), table->header.end(), name) != table->header.end();
   };
-  if (has("timestamp") && has("latency_ms")) {
-    return ReplayRequestLog(o, *table, **engine, sink, *resolution);
-  }
+  const bool request_log = has("timestamp") && has("latency_ms");
+  AnalyzerOptions analysis;
+  // A request log's spacing is known; a series' is learnt from its first points.
+  if (request_log) analysis.ensemble.step = *resolution;
+  absl::StatusOr<std::unique_ptr<Analyzer>> analyzer =
+      Analyzer::Create(std::move(config), std::move(analysis));
+  if (!analyzer.ok()) return Fail(2, std::string(analyzer.status().message()));
+  (*analyzer)->Subscribe(&sink);
+
+  if (request_log) return ReplayRequestLog(o, *table, **analyzer, sink, *resolution);
   if (!(has("timestamp") && has("value"))) {
     return Fail(2, Cat(o.file,
                        ":1: header: expected the columns timestamp,value (a series) or "
@@ -357,18 +338,23 @@ int ReplayFile(const Options& o) {
   }
   absl::StatusOr<TimeSeries> series = ReadP99Series(o, *table, *unit);
   if (!series.ok()) return Fail(2, std::string(series.status().message()));
-  SeriesReplay replay({{"file", std::filesystem::path(o.file).stem().string()}});
+  const Labels labels = ReplayLabels(o.file);
+  std::vector<double> scores;
+  scores.reserve(series->values.size());
+  std::vector<PointVerdict> verdicts;
+  Batch batch;
   for (size_t i = 0; i < series->values.size(); ++i) {
-    replay.Point(**engine, series->times[i], series->values[i] * *unit, Observation{});
+    batch = P99Batch(labels, series->times[i], series->values[i] * *unit);
+    (*analyzer)->Analyze(batch, &verdicts);
+    scores.push_back(std::isnan(verdicts[0].score) ? 0 : verdicts[0].score);
   }
-  // Send what is due at the end of the data; nothing is known after it.
-  (*engine)->Advance(series->times.back());
   const std::string out = o.out.empty() ? DefaultOut(o.file) : o.out;
-  if (absl::Status st = WriteScoresCsv(out, *series, replay.scores()); !st.ok()) {
+  if (absl::Status st = WriteScoresCsv(out, *series, scores); !st.ok()) {
     return Fail(1, std::string(st.message()));
   }
-  if (!o.quiet && replay.drift().drifting) {
-    std::printf("\ndrift: P99 %s\n", replay.drift().Describe().c_str());
+  const DriftFinding* drift = (*analyzer)->Drift(batch.points[0].key);
+  if (!o.quiet && drift != nullptr && drift->drifting) {
+    std::printf("\ndrift: P99 %s\n", drift->Describe().c_str());
   }
   if (!o.quiet) {
     std::printf("\n%zu points; %llu events, %llu alerts fired, %llu notifications; scores in %s\n",

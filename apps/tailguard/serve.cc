@@ -11,6 +11,7 @@
 #include "server/gateway_config.h"
 #include "signals.h"
 #include "tailguard/alert.h"
+#include "tailguard/analyzer.h"
 
 namespace tailguard::cli {
 namespace {
@@ -21,32 +22,6 @@ struct ServeFlags {
   int threads = -1;    // overrides the file's threads:
   std::string rules;   // overrides the file's rules_file:
 };
-
-}  // namespace
-
-AlertConfig DefaultServeRules() {
-  AlertConfig c;
-  const std::vector<LabelMatcher> total = {
-      {"__name__", LabelMatcher::Op::kEqual, std::string(kRequestDurationMetric)},
-      {"stage", LabelMatcher::Op::kEqual, "total"}};
-  AlertRule tiers;
-  tiers.name = "p99_vs_baseline";
-  tiers.matchers = total;
-  tiers.stat = Statistic::kP99;
-  c.rules.push_back(tiers);
-  AlertRule anomaly;
-  anomaly.name = "anomaly_score";
-  anomaly.matchers = total;
-  anomaly.stat = Statistic::kAnomalyScore;
-  AlertTier t;
-  t.above = Threshold::Absolute(0.5);
-  t.severity = "warning";
-  anomaly.tiers.push_back(t);
-  c.rules.push_back(anomaly);
-  return c;
-}
-
-namespace {
 
 int RunServe(const ServeFlags& flags) {
   absl::StatusOr<server::GatewayConfig> config = server::LoadGatewayConfig(flags.config);
@@ -66,7 +41,7 @@ int RunServe(const ServeFlags& flags) {
   if (flags.threads >= 0) config->threads = flags.threads;
   if (!flags.rules.empty()) config->rules_file = flags.rules;
 
-  AlertConfig rules = DefaultServeRules();
+  AlertConfig rules = DefaultAlertRules();
   if (!config->rules_file.empty()) {
     absl::StatusOr<AlertConfig> loaded = LoadAlertConfig(config->rules_file);
     if (!loaded.ok()) {

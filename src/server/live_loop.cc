@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "alert/notify/journal.h"
+#include "analyze/journal_subscriber.h"
 #include "alert/notify/render.h"
 #include "common/format.h"
 #include "common/series_id.h"
@@ -19,8 +20,6 @@ namespace tailguard::server {
 namespace {
 
 constexpr double kNs = 1e-9;
-// An anomaly event is logged when the once-per-incident score reaches this (one in 100 000).
-constexpr double kAnomalyEventScore = 0.5;
 constexpr size_t kMaxHistoryPoints = 11000;
 
 double Seconds(uint64_t ns) { return static_cast<double>(ns) * kNs; }
@@ -142,11 +141,6 @@ class LiveLoop::ColumnIndex {
 
 struct LiveLoop::SeriesState {
   std::string id;
-  AnomalyDetector detector;
-  RouteCounters* counters = nullptr;  // for a route's total series
-  // Per-tick (count, failed) of the route, for the error ratio over the window.
-  std::deque<std::pair<uint64_t, uint64_t>> recent;
-  uint64_t last_total = 0, last_failed = 0;
   // The last hour of per-tick scores, for history.
   std::deque<TickScore> scores;
   // Per-minute points, for LiveLoopOptions::minute_history.
@@ -163,16 +157,26 @@ absl::StatusOr<std::unique_ptr<LiveLoop>> LiveLoop::Create(Registry& registry, A
     return absl::InvalidArgumentError("live loop: window must be at least one tick");
   }
   std::unique_ptr<LiveLoop> loop(new LiveLoop(registry, options, counters));
-  absl::StatusOr<std::unique_ptr<AlertEngine>> engine =
-      AlertEngine::Create(std::move(rules), *loop, options.journal);
-  if (!engine.ok()) return engine.status();
-  loop->engine_ = std::move(*engine);
+  AnalyzerOptions analysis = options.analysis;
+  if (analysis.ensemble.step == Duration::zero()) analysis.ensemble.step = options.tick;
+  analysis.muter = options.journal;
+  absl::StatusOr<std::unique_ptr<Analyzer>> analyzer =
+      Analyzer::Create(std::move(rules), std::move(analysis));
+  if (!analyzer.ok()) return analyzer.status();
+  loop->analyzer_ = *std::move(analyzer);
+  // The store first, so that a timeline reader never sees what the store may not have.
+  if (options.journal != nullptr) {
+    loop->journal_subscriber_ = std::make_unique<analyze::JournalSubscriber>(*options.journal);
+    loop->analyzer_->Subscribe(loop->journal_subscriber_.get());
+  }
+  loop->analyzer_->Subscribe(loop.get());
+  AlertEngine& engine = loop->analyzer_->engine();
   if (options.journal != nullptr) {
     absl::StatusOr<std::optional<std::string>> state = options.journal->LoadState();
     if (!state.ok()) return state.status();
     bool restored = false;
     if (state->has_value()) {
-      absl::Status status = loop->engine_->RestoreState(**state);
+      absl::Status status = engine.RestoreState(**state);
       restored = status.ok();
       if (!restored && options.log != nullptr) {
         // A state this version cannot read: start clean rather than refuse to serve. Alerts that
@@ -181,13 +185,13 @@ absl::StatusOr<std::unique_ptr<LiveLoop>> LiveLoop::Create(Registry& registry, A
                      std::string(status.message()).c_str());
       } else if (restored && options.log != nullptr) {
         std::fprintf(options.log, "tailguard: alert state restored: %zu active alert(s)\n",
-                     loop->engine_->ActiveAlerts().size());
+                     engine.ActiveAlerts().size());
       }
     }
     // Episodes the store holds as active but the engine does not have (no state restored, or
     // their rule changed) are ended.
     absl::Status clean = options.journal->Reconcile(
-        restored ? loop->engine_->ActiveAlerts() : std::vector<ActiveAlert>{}, registry.Now());
+        restored ? engine.ActiveAlerts() : std::vector<ActiveAlert>{}, registry.Now());
     if (!clean.ok()) return clean;
   }
   return loop;
@@ -197,150 +201,119 @@ LiveLoop::LiveLoop(Registry& registry, LiveLoopOptions options, RouteCounterTabl
     : registry_(registry),
       options_(options),
       counters_(counters),
-      last_boundary_(FloorMinute(registry.Now())) {}
+      last_boundary_(FloorMinute(registry.Now())) {
+  RegistrySource::ErrorCounts errors;
+  if (counters_ != nullptr) {
+    errors = [this](const Series& s) -> std::optional<std::pair<uint64_t, uint64_t>> {
+      auto it = route_of_total_.find(&s);
+      if (it == route_of_total_.end()) return std::nullopt;
+      uint64_t total = 0;
+      for (const auto& c : it->second->by_code) total += Load(c);
+      return std::pair{total, Load(it->second->failed)};
+    };
+  }
+  source_ = std::make_unique<RegistrySource>(registry_, options_.window, std::move(errors));
+}
 
 LiveLoop::~LiveLoop() { Stop(); }
+
+void LiveLoop::Subscribe(Subscriber* s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  analyzer_->Subscribe(s);
+}
 
 std::string LiveLoop::SeriesId(std::string_view key) { return tailguard::SeriesId(key); }
 
 void LiveLoop::Tick() {
-  registry_.Collect();
-  const WallTime now = registry_.Now();
-  const std::vector<Series*> all = registry_.AllSeries();
   // Each route's total series, to find its counters (for the error ratio).
-  absl::flat_hash_map<const Series*, RouteCounters*> route_of_total;
   if (counters_ != nullptr) {
+    route_of_total_.clear();
     for (RouteCounters* rc : counters_->All()) {
-      route_of_total[&rc->metrics->stage(Stage::kTotal)] = rc;
+      route_of_total_[&rc->metrics->stage(Stage::kTotal)] = rc;
     }
   }
-  const size_t window_ticks = static_cast<size_t>(options_.window / options_.tick);
-  const double window_seconds = std::chrono::duration<double>(options_.window).count();
+  // Windows merge under each series' own lock; the source computes them before we take ours.
+  Batch batch;
+  if (absl::StatusOr<bool> got = source_->Next(batch); !got.ok() || !*got) return;
+  const WallTime now = batch.time;
   const size_t score_ticks =
       static_cast<size_t>(std::chrono::hours(1) / std::max(options_.tick, Duration(1)));
 
-  // Windows merge under each series' own lock; compute them before taking ours.
-  std::vector<Histogram> windows;
-  windows.reserve(all.size());
-  for (Series* s : all) windows.push_back(s->Window(options_.window, now));
   // The minutes that ended since the last tick: every later Collect() lands at or after `now`,
   // so their slots are final.
   const std::vector<WallTime> ends = MinutesEnded(now);
   const bool new_minute = !ends.empty();
-  // minutes[i * ends.size() + j]: series i, minute ending at ends[j].
+  // minutes[i * ends.size() + j]: point i, minute ending at ends[j].
   std::vector<Histogram> minutes;
-  std::vector<store::SeriesMinutes> batch;  // for the history store
-  minutes.reserve(all.size() * ends.size());
-  for (Series* s : all) {
-    for (WallTime end : ends) minutes.push_back(s->Window(std::chrono::minutes(1), end));
+  std::vector<store::SeriesMinutes> batch_rows;  // for the history store
+  minutes.reserve(batch.points.size() * ends.size());
+  for (const SeriesPoint& p : batch.points) {
+    for (WallTime end : ends) minutes.push_back(p.series->Window(std::chrono::minutes(1), end));
   }
 
   if (options_.journal != nullptr) options_.journal->BeginTick(now);  // reads the silences
   std::unique_lock<std::mutex> lock(mu_);
+  std::vector<PointVerdict> verdicts;
+  analyzer_->Analyze(batch, &verdicts);  // events reach the subscribers here
+
   std::vector<SeriesSnapshot> snapshot;
-  snapshot.reserve(all.size());
-  for (size_t i = 0; i < all.size(); ++i) {
-    Series* s = all[i];
+  snapshot.reserve(batch.points.size());
+  for (size_t i = 0; i < batch.points.size(); ++i) {
+    const SeriesPoint& p = batch.points[i];
+    const PointVerdict& v = verdicts[i];
+    Series* s = p.series;
     auto [it, inserted] = states_.try_emplace(s);
     if (inserted) {
       it->second = std::make_unique<SeriesState>();
       it->second->id = SeriesId(s->key());
       by_id_[it->second->id] = s;
-      EnsembleOptions ensemble;
-      ensemble.step = options_.tick;
-      it->second->detector = AnomalyDetector(ensemble);
     }
     SeriesState& st = *it->second;
-    if (st.counters == nullptr) {
-      auto rc = route_of_total.find(s);
-      if (rc != route_of_total.end()) st.counters = rc->second;
-    }
 
     SeriesSnapshot snap;
     snap.id = st.id;
     snap.series = s;
     HistoryPoint& stats = snap.stats;
     stats.time = now;
-    FillStats(windows[i], stats);
-    snap.rate = static_cast<double>(stats.count) / window_seconds;
-
-    if (st.counters != nullptr) {
-      uint64_t total = 0;
-      for (const auto& c : st.counters->by_code) total += Load(c);
-      const uint64_t failed = Load(st.counters->failed);
-      st.recent.emplace_back(total - st.last_total, failed - st.last_failed);
-      st.last_total = total;
-      st.last_failed = failed;
-      while (st.recent.size() > window_ticks) st.recent.pop_front();
-      uint64_t n = 0, f = 0;
-      for (const auto& [dn, df] : st.recent) {
-        n += dn;
-        f += df;
-      }
-      if (n > 0) snap.error_ratio = static_cast<double>(f) / static_cast<double>(n);
-    }
-
-    const AnomalyPoint a = st.detector.Update(now, stats.p99);
-    stats.anomaly_score = std::isnan(stats.p99) ? 0 : a.level;
-    stats.baseline_p99 = a.baseline;
-    stats.forecast = a.forecast.value;
-    stats.forecast_lower = a.forecast.lower;
-    stats.forecast_upper = a.forecast.upper;
-    st.scores.push_back({now, static_cast<float>(stats.anomaly_score),
-                         static_cast<float>(a.baseline), static_cast<float>(a.forecast.value),
-                         static_cast<float>(a.forecast.lower),
-                         static_cast<float>(a.forecast.upper)});
+    stats.count = p.count;
+    stats.p50 = p.p50;
+    stats.p90 = p.p90;
+    stats.p99 = p.p99;
+    stats.p999 = p.p999;
+    stats.mean = p.mean;
+    stats.max = p.max;
+    snap.rate = p.rate;
+    snap.error_ratio = p.error_ratio;
+    stats.anomaly_score = v.level;
+    stats.baseline_p99 = v.baseline;
+    stats.forecast = v.forecast.value;
+    stats.forecast_lower = v.forecast.lower;
+    stats.forecast_upper = v.forecast.upper;
+    st.scores.push_back({now, static_cast<float>(v.level), static_cast<float>(v.baseline),
+                         static_cast<float>(v.forecast.value),
+                         static_cast<float>(v.forecast.lower),
+                         static_cast<float>(v.forecast.upper)});
     while (st.scores.size() > score_ticks) st.scores.pop_front();
-
-    if (a.score >= kAnomalyEventScore && !std::isnan(stats.p99)) {
-      TimelineEvent e;
-      e.time = now;
-      e.type = "anomaly";
-      e.kind = "anomaly";
-      e.series = s->key();
-      e.value = stats.p99;
-      e.baseline_p99 = a.baseline;
-      e.message = Cat("anomaly on ", s->key(), ": P99 ", FormatDuration(stats.p99 * 1e9),
-                      std::isnan(a.baseline)
-                          ? std::string()
-                          : Cat(" against a baseline of ", FormatDuration(a.baseline * 1e9)),
-                      " (score ", std::to_string(a.score).substr(0, 4), ")");
-      PushEvent(std::move(e));
-    }
-
-    Observation obs;
-    obs.time = now;
-    obs.metric = s->name();
-    obs.labels = s->labels();
-    obs.p50 = stats.p50;
-    obs.p90 = stats.p90;
-    obs.p99 = stats.p99;
-    obs.p999 = stats.p999;
-    obs.rate = snap.rate;
-    obs.error_ratio = snap.error_ratio;
-    obs.anomaly_score = stats.anomaly_score;
-    obs.baseline_p99 = stats.baseline_p99;
-    engine_->Observe(obs);
 
     if (new_minute) {
       store::SeriesMinutes* rows = nullptr;
       if (options_.history != nullptr) {
-        batch.push_back({s->key(), s->name(), s->labels(), {}});
-        rows = &batch.back();
+        batch_rows.push_back({s->key(), s->name(), s->labels(), {}});
+        rows = &batch_rows.back();
       }
       for (size_t j = 0; j < ends.size(); ++j) {
         const Histogram& minute = minutes[i * ends.size() + j];
-        HistoryPoint p;
-        p.time = ends[j];
-        FillStats(minute, p);
-        p.anomaly_score = stats.anomaly_score;
-        p.baseline_p99 = stats.baseline_p99;
-        p.forecast = stats.forecast;
-        p.forecast_lower = stats.forecast_lower;
-        p.forecast_upper = stats.forecast_upper;
+        HistoryPoint m;
+        m.time = ends[j];
+        FillStats(minute, m);
+        m.anomaly_score = stats.anomaly_score;
+        m.baseline_p99 = stats.baseline_p99;
+        m.forecast = stats.forecast;
+        m.forecast_lower = stats.forecast_lower;
+        m.forecast_upper = stats.forecast_upper;
         std::string heatmap = EncodeHeatmapRow(HeatmapRowOf(minute));
-        if (rows != nullptr) rows->minutes.push_back(ToRow(p, heatmap));
-        st.minutes.push_back({p, std::move(heatmap)});
+        if (rows != nullptr) rows->minutes.push_back(ToRow(m, heatmap));
+        st.minutes.push_back({m, std::move(heatmap)});
       }
       while (!st.minutes.empty() && now - st.minutes.front().point.time > options_.minute_history) {
         st.minutes.pop_front();
@@ -348,15 +321,15 @@ void LiveLoop::Tick() {
     }
     snapshot.push_back(std::move(snap));
   }
-  engine_->Advance(now);
   // The store is written after the lock is released, so a slow disk never holds up the API.
+  const AlertEngine& engine = analyzer_->engine();
   std::string engine_state;
-  if (options_.journal != nullptr) engine_state = engine_->SaveState();
+  if (options_.journal != nullptr) engine_state = engine.SaveState();
 
   // The worst alert state per series.
   absl::flat_hash_map<std::string_view, SeriesSnapshot*> by_key;
   for (SeriesSnapshot& snap : snapshot) by_key[snap.series->key()] = &snap;
-  for (const ActiveAlert& a : engine_->ActiveAlerts()) {
+  for (const ActiveAlert& a : engine.ActiveAlerts()) {
     auto it = by_key.find(a.series);
     if (it != by_key.end() && a.state > it->second->alert_state) {
       it->second->alert_state = a.state;
@@ -375,7 +348,7 @@ void LiveLoop::Tick() {
   lock.unlock();
   // Only this thread uses the journal.
   if (options_.journal != nullptr) options_.journal->Commit(engine_state);
-  if (options_.history != nullptr && new_minute) Persist(batch, now);
+  if (options_.history != nullptr && new_minute) Persist(batch_rows, now);
   ticks_.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -432,8 +405,7 @@ void LiveLoop::PushEvent(TimelineEvent e) {
   while (events_.size() > options_.event_capacity) events_.pop_front();
 }
 
-void LiveLoop::OnEvent(const AlertEvent& event) {
-  if (options_.journal != nullptr) options_.journal->OnEvent(event);
+void LiveLoop::OnAlertEvent(const AlertEvent& event) {
   TimelineEvent e;
   e.time = event.time;
   e.type = "alert";
@@ -455,7 +427,6 @@ void LiveLoop::OnEvent(const AlertEvent& event) {
 }
 
 void LiveLoop::OnNotification(const Notification& n) {
-  if (options_.journal != nullptr) options_.journal->OnNotification(n);
   TimelineEvent e;
   e.time = n.time;
   e.type = "notification";
@@ -467,7 +438,6 @@ void LiveLoop::OnNotification(const Notification& n) {
 }
 
 void LiveLoop::OnMuted(const MutedAlert& muted) {
-  if (options_.journal != nullptr) options_.journal->OnMuted(muted);
   TimelineEvent e;
   e.time = muted.time;
   e.type = "muted";
@@ -476,6 +446,49 @@ void LiveLoop::OnMuted(const MutedAlert& muted) {
   e.series = muted.series;
   e.message = Cat("muted (", muted.reason, muted.detail.empty() ? "" : Cat(": ", muted.detail),
                   ") ", muted.rule, " on ", muted.series);
+  PushEvent(std::move(e));
+}
+
+void LiveLoop::OnAnomaly(const AnomalyEvent& a) {
+  TimelineEvent e;
+  e.time = a.time;
+  e.type = "anomaly";
+  e.kind = "anomaly";
+  e.series = a.series;
+  e.statistic = std::string(StatisticName(Statistic::kP99));
+  e.value = a.p99;
+  e.baseline_p99 = a.baseline;
+  e.message = Cat("anomaly on ", a.series, ": P99 ", FormatDuration(a.p99 * 1e9),
+                  std::isnan(a.baseline)
+                      ? std::string()
+                      : Cat(" against a baseline of ", FormatDuration(a.baseline * 1e9)),
+                  " (score ", std::to_string(a.score).substr(0, 4), ")");
+  PushEvent(std::move(e));
+}
+
+void LiveLoop::OnDrift(const DriftEvent& d) {
+  TimelineEvent e;
+  e.time = d.time;
+  e.type = "drift";
+  e.kind = d.drifting ? "began" : "ended";
+  e.series = d.series;
+  e.statistic = std::string(StatisticName(Statistic::kP99));
+  e.message = d.drifting ? Cat("drift on ", d.series, ": P99 ", d.finding.Describe())
+                         : Cat("drift ended on ", d.series, ": P99 no longer trending");
+  PushEvent(std::move(e));
+}
+
+void LiveLoop::OnAction(const ActionRecord& a) {
+  TimelineEvent e;
+  e.time = a.time;
+  e.type = "action";
+  e.kind = std::string(ActionDecisionName(a.outcome.decision));
+  e.action = a.action;
+  e.rule = a.cause.rule;
+  e.series = a.cause.series;
+  e.severity = a.cause.severity;
+  e.message = Cat("action ", a.action, " (", a.cause.severity, " ", a.cause.rule, " on ",
+                  a.cause.series, "): ", a.outcome.detail);
   PushEvent(std::move(e));
 }
 
@@ -728,7 +741,7 @@ std::vector<StoredSeries> LiveLoop::StoredSeries() const {
 
 std::vector<ActiveAlert> LiveLoop::ActiveAlerts() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return engine_->ActiveAlerts();
+  return analyzer_->engine().ActiveAlerts();
 }
 
 std::vector<TimelineEvent> LiveLoop::Events(uint64_t after_id, size_t limit) const {

@@ -20,9 +20,13 @@
 #include "metrics/heatmap.h"
 #include "server/stats.h"
 #include "tailguard/alert.h"
+#include "tailguard/analyzer.h"
 #include "tailguard/detect.h"
 #include "tailguard/registry.h"
 
+namespace tailguard::analyze {
+class JournalSubscriber;
+}  // namespace tailguard::analyze
 namespace tailguard::notify {
 class AlertJournal;
 }  // namespace tailguard::notify
@@ -62,6 +66,10 @@ struct LiveLoopOptions {
   // Most minute rows one prune deletes (one transaction on the loop's thread); the rest go on
   // the following minutes. Default 20 000.
   int64_t history_prune_batch = 20000;
+  // The analysis: detectors, drift, anomaly events, and the actuator that carries out the
+  // actions of alert tiers (e.g. "degrade"), with or without a store. The loop sets
+  // ensemble.step to `tick` when it is 0, and the muter to `journal`.
+  AnalyzerOptions analysis;
 };
 
 // Most minutes of per-minute history one History() or Heatmap() call reads (about 69 days).
@@ -108,18 +116,21 @@ struct SeriesSnapshot {
   std::string severity;  // of the worst alert, "" when normal
 };
 
-// An entry of the event timeline: an alert transition, a notification, a mute, or an anomaly.
+// An entry of the event timeline: an alert transition, a notification, a mute, an anomaly, a
+// drift finding, or an action.
 struct TimelineEvent {
   uint64_t id = 0;  // increasing
   WallTime time{};
-  std::string type;  // "alert", "notification", "muted" or "anomaly"
+  std::string type;  // "alert", "notification", "muted", "anomaly", "drift" or "action"
   // alert: AlertEventKindName; notification: "firing"/"resolved"; muted: the reason
-  // ("silence", "inhibit", "maintenance"); "anomaly"
+  // ("silence", "inhibit", "maintenance"); "anomaly"; drift: "began"/"ended"; action: its
+  // decision (ActionDecisionName)
   std::string kind;
   std::string rule;
   std::string series;  // key ("" for a notification)
   std::string severity;
   std::string receiver;   // notifications only
+  std::string action;     // actions only: what the tier asked for, e.g. "degrade"
   std::string statistic;  // alerts: the rule's statistic (StatisticName), the unit of value
   double value = Observation::kMissing;
   double threshold = Observation::kMissing;
@@ -133,14 +144,22 @@ struct SampleView {
   SampledRequest sample;
 };
 
+// The tick driver of the analysis: each tick the registry (RegistrySource) goes through the one
+// Analyzer, whose findings reach the journal, the timeline and any other subscriber; the loop
+// keeps the latest snapshot, the per-tick scores of the last hour and the per-minute history.
+//
 // Thread-safe: Tick() runs on the loop's thread (or a test's), the accessors on any thread.
-class LiveLoop final : private AlertSink {
+class LiveLoop final : private Subscriber {
  public:
   // `counters` (may be null) gives the error ratio of each route's total series.
   static absl::StatusOr<std::unique_ptr<LiveLoop>> Create(Registry& registry, AlertConfig rules,
                                                           LiveLoopOptions options,
                                                           RouteCounterTable* counters);
   ~LiveLoop() override;
+
+  // `s` also receives what the analysis finds, on the loop's thread inside Tick(). Call before
+  // Start(); must outlive the loop.
+  void Subscribe(Subscriber* s);
 
   // Collects the registry and analyses every series at the registry's now. Tests call it
   // directly on a FakeClock; Start() calls it every tick on the real clock.
@@ -212,10 +231,13 @@ class LiveLoop final : private AlertSink {
   class ColumnIndex;
   LiveLoop(Registry& registry, LiveLoopOptions options, RouteCounterTable* counters);
 
-  // AlertSink: called inside Tick() with mu_ held.
-  void OnEvent(const AlertEvent& event) override;
+  // Subscriber: called inside Tick() with mu_ held.
+  void OnAlertEvent(const AlertEvent& event) override;
   void OnNotification(const Notification& notification) override;
   void OnMuted(const MutedAlert& muted) override;
+  void OnAnomaly(const AnomalyEvent& anomaly) override;
+  void OnDrift(const DriftEvent& drift) override;
+  void OnAction(const ActionRecord& action) override;
   void PushEvent(TimelineEvent e);  // REQUIRES: mu_ held
 
   // The columns of History() and Heatmap(); InvalidArgument as History().
@@ -248,8 +270,13 @@ class LiveLoop final : private AlertSink {
   const LiveLoopOptions options_;
   RouteCounterTable* const counters_;
 
+  // Only Tick()'s thread: the source and what maps a route's total series to its counters.
+  std::unique_ptr<RegistrySource> source_;
+  absl::flat_hash_map<const Series*, RouteCounters*> route_of_total_;
+  std::unique_ptr<analyze::JournalSubscriber> journal_subscriber_;
+
   mutable std::mutex mu_;
-  std::unique_ptr<AlertEngine> engine_;                                // guarded by mu_
+  std::unique_ptr<Analyzer> analyzer_;                                 // guarded by mu_
   absl::flat_hash_map<Series*, std::unique_ptr<SeriesState>> states_;  // guarded by mu_
   absl::flat_hash_map<std::string, Series*> by_id_;                    // guarded by mu_
   std::vector<SeriesSnapshot> snapshot_;                               // guarded by mu_

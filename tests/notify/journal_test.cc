@@ -1,6 +1,8 @@
 // The alert journal: the engine's output reaches the store and the outbox, one transaction per
 // tick with the engine's state, so a restart continues where it stopped. On given time.
 #include "alert/notify/journal.h"
+#include "analyze/journal_subscriber.h"
+#include "tailguard/analyzer.h"
 
 #include <unistd.h>
 
@@ -74,10 +76,15 @@ struct Pipeline {
     absl::StatusOr<std::unique_ptr<AlertJournal>> j = AlertJournal::Create(config, *store, options);
     EXPECT_TRUE(j.ok()) << j.status();
     journal = std::move(*j);
-    absl::StatusOr<std::unique_ptr<AlertEngine>> e =
-        AlertEngine::Create(config, *journal, journal.get());
-    EXPECT_TRUE(e.ok()) << e.status();
-    engine = std::move(*e);
+    // As the live loop runs it: the analyzer feeds the engine, the journal subscribes.
+    AnalyzerOptions analysis;
+    analysis.muter = journal.get();
+    absl::StatusOr<std::unique_ptr<Analyzer>> a = Analyzer::Create(config, analysis);
+    EXPECT_TRUE(a.ok()) << a.status();
+    analyzer = std::move(*a);
+    subscriber = std::make_unique<analyze::JournalSubscriber>(*journal);
+    analyzer->Subscribe(subscriber.get());
+    engine = &analyzer->engine();
     absl::StatusOr<std::optional<std::string>> state = journal->LoadState();
     EXPECT_TRUE(state.ok()) << state.status();
     if (state->has_value()) {
@@ -90,16 +97,15 @@ struct Pipeline {
   // One tick: every model's P99 at `t`.
   void Tick(WallTime t, const std::vector<std::pair<std::string, double>>& p99) {
     journal->BeginTick(t);
+    Batch batch;
+    batch.time = t;
     for (const auto& [model, v] : p99) {
-      const Labels labels = {{"model", model}, {"stage", "total"}};
-      Observation o;
-      o.time = t;
-      o.metric = kMetric;
-      o.labels = labels;
-      o.p99 = v;
-      engine->Observe(o);
+      SeriesPoint& p = batch.points.emplace_back();
+      p.metric = kMetric;
+      p.labels = {{"model", model}, {"stage", "total"}};
+      p.p99 = v;
     }
-    engine->Advance(t);
+    analyzer->Analyze(batch);
     journal->EndTick(*engine);
   }
 
@@ -114,7 +120,9 @@ struct Pipeline {
 
   std::unique_ptr<EventStore> store;
   std::unique_ptr<AlertJournal> journal;
-  std::unique_ptr<AlertEngine> engine;
+  std::unique_ptr<Analyzer> analyzer;
+  std::unique_ptr<analyze::JournalSubscriber> subscriber;
+  AlertEngine* engine = nullptr;
   bool restored = false;
   int wakes = 0;
 };

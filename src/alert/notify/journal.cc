@@ -7,11 +7,6 @@
 
 namespace tailguard::notify {
 
-std::string RecordOnlyActionHook::OnAction(std::string_view action, const AlertEvent& cause) {
-  return Cat("recorded only: no mitigation is installed for \"", action, "\" (", cause.severity,
-             " on ", cause.series, ")");
-}
-
 absl::StatusOr<std::unique_ptr<AlertJournal>> AlertJournal::Create(const AlertConfig& config,
                                                                    store::EventStore& store,
                                                                    JournalOptions options) {
@@ -83,16 +78,11 @@ void AlertJournal::Push(Record r) {
   }
 }
 
-void AlertJournal::OnEvent(const AlertEvent& event) {
-  Push({event});
-  if (event.to_state == AlertState::kAlert && !event.actions.empty() &&
-      (event.kind == AlertEventKind::kFire || event.kind == AlertEventKind::kEscalate)) {
-    RecordOnlyActionHook record_only;
-    ActionHook& hook = options_.actions != nullptr ? *options_.actions : record_only;
-    for (const std::string& action : event.actions) {
-      Push({Record::Action{action, event, hook.OnAction(action, event)}});
-    }
-  }
+void AlertJournal::OnEvent(const AlertEvent& event) { Push({event}); }
+
+void AlertJournal::OnAction(std::string_view action, const AlertEvent& cause,
+                            std::string decision) {
+  Push({Record::Action{std::string(action), cause, std::move(decision)}});
 }
 
 void AlertJournal::OnMuted(const MutedAlert& muted) { Push({muted}); }

@@ -1,6 +1,7 @@
-// The alert journal: what the alert engine reports (transitions, notifications, mutes, actions)
-// goes to the SQLite event store, each notification rendered for its receiver and put in the
-// outbox before anything is sent, together with the engine's state, one transaction per tick.
+// The alert journal: what the alert engine reports (transitions, notifications, mutes) and the
+// actions the analyzer took go to the SQLite event store, each notification rendered for its
+// receiver and put in the outbox before anything is sent, together with the engine's state, one
+// transaction per tick.
 #ifndef TAILGUARD_ALERT_NOTIFY_JOURNAL_H_
 #define TAILGUARD_ALERT_NOTIFY_JOURNAL_H_
 
@@ -25,17 +26,6 @@
 
 namespace tailguard::notify {
 
-// The automatic mitigation hook. The mitigation work plugs in here; until then the default
-// records the decision ("recorded only") as an event.
-// Thread: called on the alert loop's thread, inside a tick; must not block.
-class ActionHook {
- public:
-  virtual ~ActionHook() = default;
-  // `action` (e.g. "degrade") is requested by `cause` (a fire or escalate event). Returns the
-  // decision as one line for the event store, e.g. "breaker opened on route=rank".
-  virtual std::string OnAction(std::string_view action, const AlertEvent& cause) = 0;
-};
-
 struct JournalOptions {
   // Links, the instance name and the time zone shown in messages.
   MessageContext context;
@@ -52,8 +42,6 @@ struct JournalOptions {
   // Called after a tick's records are committed, when it enqueued deliveries (the delivery
   // worker's Wake()). May be empty.
   std::function<void()> on_enqueued;
-  // The mitigation hook; nullptr: decisions are recorded only.
-  ActionHook* actions = nullptr;
 };
 
 struct JournalStats {
@@ -110,6 +98,10 @@ class AlertJournal final : public AlertSink, public AlertMuter {
   void OnNotification(const Notification& notification) override;
   void OnMuted(const MutedAlert& muted) override;
 
+  // An action an alert asked for (the analyzer's ActionRecord) and what became of it, one line
+  // for the event store (e.g. "applied: breaker opened on route=rank").
+  void OnAction(std::string_view action, const AlertEvent& cause, std::string decision);
+
   // AlertMuter
   bool Silenced(LabelSpan labels, WallTime t) const override;
 
@@ -145,12 +137,6 @@ class AlertJournal final : public AlertSink, public AlertMuter {
   JournalStats stats_;
 };
 
-// The default ActionHook: records that the action was requested and that no mitigation is
-// installed yet.
-class RecordOnlyActionHook final : public ActionHook {
- public:
-  std::string OnAction(std::string_view action, const AlertEvent& cause) override;
-};
 
 }  // namespace tailguard::notify
 
