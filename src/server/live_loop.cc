@@ -157,6 +157,8 @@ absl::StatusOr<std::unique_ptr<LiveLoop>> LiveLoop::Create(Registry& registry, A
     return absl::InvalidArgumentError("live loop: window must be at least one tick");
   }
   std::unique_ptr<LiveLoop> loop(new LiveLoop(registry, options, counters));
+  // Nobody else has the loop yet; the lock is for the analysis (checked by -Wthread-safety).
+  MutexLock lock(&loop->mu_);
   AnalyzerOptions analysis = options.analysis;
   if (analysis.ensemble.step == Duration::zero()) analysis.ensemble.step = options.tick;
   analysis.muter = options.journal;
@@ -218,7 +220,7 @@ LiveLoop::LiveLoop(Registry& registry, LiveLoopOptions options, RouteCounterTabl
 LiveLoop::~LiveLoop() { Stop(); }
 
 void LiveLoop::Subscribe(Subscriber* s) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   analyzer_->Subscribe(s);
 }
 
@@ -252,7 +254,7 @@ void LiveLoop::Tick() {
   }
 
   if (options_.journal != nullptr) options_.journal->BeginTick(now);  // reads the silences
-  std::unique_lock<std::mutex> lock(mu_);
+  mu_.Lock();
   std::vector<PointVerdict> verdicts;
   analyzer_->Analyze(batch, &verdicts);  // events reach the subscribers here
 
@@ -345,7 +347,7 @@ void LiveLoop::Tick() {
       if (samples_.size() > options_.sample_capacity) samples_.pop_front();
     }
   }
-  lock.unlock();
+  mu_.Unlock();
   // Only this thread uses the journal.
   if (options_.journal != nullptr) options_.journal->Commit(engine_state);
   if (options_.history != nullptr && new_minute) Persist(batch_rows, now);
@@ -524,12 +526,12 @@ void LiveLoop::Stop() {
 }
 
 std::vector<SeriesSnapshot> LiveLoop::Snapshot() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return snapshot_;
 }
 
 Series* LiveLoop::FindSeries(std::string_view id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = by_id_.find(std::string(id));
   return it == by_id_.end() ? nullptr : it->second;
 }
@@ -581,7 +583,7 @@ absl::Status LiveLoop::VisitMinutes(
   std::vector<MinuteEntry> memory;
   WallTime store_hi = hi;
   if (series != nullptr) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = states_.find(series);
     if (it != states_.end()) {
       for (const MinuteEntry& m : it->second->minutes) {
@@ -654,7 +656,7 @@ absl::StatusOr<std::vector<HistoryPoint>> LiveLoop::History(std::string_view id,
 
   std::deque<TickScore> scores;
   if (series != nullptr && old.size() < columns.size()) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = states_.find(series);
     if (it != states_.end()) scores = it->second->scores;
   }
@@ -730,7 +732,7 @@ std::vector<StoredSeries> LiveLoop::StoredSeries() const {
     history_read_failures_.fetch_add(1, std::memory_order_relaxed);
     return out;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (store::StoredSeriesInfo& s : *all) {
     if (by_id_.contains(s.id)) continue;
     out.push_back({std::move(s.id), std::move(s.key), std::move(s.metric), std::move(s.labels),
@@ -740,12 +742,12 @@ std::vector<StoredSeries> LiveLoop::StoredSeries() const {
 }
 
 std::vector<ActiveAlert> LiveLoop::ActiveAlerts() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return analyzer_->engine().ActiveAlerts();
 }
 
 std::vector<TimelineEvent> LiveLoop::Events(uint64_t after_id, size_t limit) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<TimelineEvent> out;
   // The newest `limit` after `after_id`, returned oldest first.
   for (auto it = events_.rbegin(); it != events_.rend() && out.size() < limit; ++it) {
@@ -760,7 +762,7 @@ std::vector<SampleView> LiveLoop::SlowestSamples(Duration within, size_t limit) 
   const WallTime since = registry_.Now() - within;
   std::vector<SampleView> out;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (const SampleView& s : samples_) {
       if (s.sample.record.start >= since) out.push_back(s);
     }

@@ -17,6 +17,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
+#include "common/mutex.h"
 #include "metrics/heatmap.h"
 #include "server/stats.h"
 #include "tailguard/alert.h"
@@ -232,13 +233,14 @@ class LiveLoop final : private Subscriber {
   LiveLoop(Registry& registry, LiveLoopOptions options, RouteCounterTable* counters);
 
   // Subscriber: called inside Tick() with mu_ held.
-  void OnAlertEvent(const AlertEvent& event) override;
-  void OnNotification(const Notification& notification) override;
-  void OnMuted(const MutedAlert& muted) override;
-  void OnAnomaly(const AnomalyEvent& anomaly) override;
-  void OnDrift(const DriftEvent& drift) override;
-  void OnAction(const ActionRecord& action) override;
-  void PushEvent(TimelineEvent e);  // REQUIRES: mu_ held
+  void OnAlertEvent(const AlertEvent& event) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnNotification(const Notification& notification) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnMuted(const MutedAlert& muted) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnAnomaly(const AnomalyEvent& anomaly) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnDrift(const DriftEvent& drift) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnAction(const ActionRecord& action) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PushEvent(TimelineEvent e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // The columns of History() and Heatmap(); InvalidArgument as History().
   absl::StatusOr<std::vector<Column>> Columns(Series* series, WallTime from, WallTime to,
@@ -275,14 +277,14 @@ class LiveLoop final : private Subscriber {
   absl::flat_hash_map<const Series*, RouteCounters*> route_of_total_;
   std::unique_ptr<analyze::JournalSubscriber> journal_subscriber_;
 
-  mutable std::mutex mu_;
-  std::unique_ptr<Analyzer> analyzer_;                                 // guarded by mu_
-  absl::flat_hash_map<Series*, std::unique_ptr<SeriesState>> states_;  // guarded by mu_
-  absl::flat_hash_map<std::string, Series*> by_id_;                    // guarded by mu_
-  std::vector<SeriesSnapshot> snapshot_;                               // guarded by mu_
-  std::deque<TimelineEvent> events_;                                   // guarded by mu_
-  uint64_t next_event_id_ = 1;                                         // guarded by mu_
-  std::deque<SampleView> samples_;                                     // guarded by mu_
+  mutable Mutex mu_;
+  std::unique_ptr<Analyzer> analyzer_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<Series*, std::unique_ptr<SeriesState>> states_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, Series*> by_id_ ABSL_GUARDED_BY(mu_);
+  std::vector<SeriesSnapshot> snapshot_ ABSL_GUARDED_BY(mu_);
+  std::deque<TimelineEvent> events_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_event_id_ ABSL_GUARDED_BY(mu_) = 1;
+  std::deque<SampleView> samples_ ABSL_GUARDED_BY(mu_);
   std::atomic<uint64_t> ticks_{0};
   // Read from any thread for export; relaxed: independent counters.
   std::atomic<uint64_t> history_write_failures_{0};
