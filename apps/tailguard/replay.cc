@@ -28,6 +28,7 @@
 #include "common/parallel.h"
 #include "common/progress.h"
 #include "common/strings.h"
+#include "metrics/series_key.h"
 #include "analyze/request_log.h"
 #include "series_replay.h"
 #include "tailguard/alert.h"
@@ -226,7 +227,7 @@ int ReplayRequestLog(const Options& o, const CsvTable& table, Analyzer& analyzer
     return Fail(1, std::string(st.message()));
   }
   for (size_t s = 0; s < stages.size() && !o.quiet; ++s) {
-    const DriftFinding* drift = analyzer.Drift(batch.points[log.PointOf(s)].key);
+    const DriftFinding* drift = analyzer.Drift(log.Key(s));
     if (drift != nullptr && drift->drifting) {
       std::printf("\ndrift: %s P99 %s\n", stages[s].first.c_str(), drift->Describe().c_str());
     }
@@ -352,7 +353,7 @@ int ReplayFile(const Options& o) {
   if (absl::Status st = WriteScoresCsv(out, *series, scores); !st.ok()) {
     return Fail(1, std::string(st.message()));
   }
-  const DriftFinding* drift = (*analyzer)->Drift(batch.points[0].key);
+  const DriftFinding* drift = (*analyzer)->Drift(metrics::SeriesKey(kRequestDurationMetric, labels));
   if (!o.quiet && drift != nullptr && drift->drifting) {
     std::printf("\ndrift: P99 %s\n", drift->Describe().c_str());
   }

@@ -2,31 +2,34 @@
 // notifications and actions, whichever way the statistics come in.
 //
 // A Source gives one Batch per tick: the statistics of every series at that time (the live
-// registry's windows, a recorded file, a Prometheus query). Analyzer::Analyze() runs each series'
+// registry's windows, a recorded file; later, a Prometheus query). Analyzer::Analyze() runs each series'
 // detectors (the anomaly ensemble and the drift detector) and its baseline, feeds the alert
 // engine, and hands what happened to every Subscriber (the event store and journal, the
 // timeline, later diagnosis and mitigation). The gateway's live loop, `tailguard replay` and
-// `tailguard demo` all drive this one class with the same default rules, so live and offline
-// give the same events on the same data.
+// `tailguard demo` all drive this one class (serve and replay with the same default rules; demo
+// with their debounce shortened), so the same statistics give the same events live and offline:
+// a request log replayed at a resolution equal to the live window gives what the live loop gave.
 //
 // Embedding: a server that records into its own Registry can run the analysis in process,
 // without a gateway:
 //
 //   tailguard::Registry registry;
 //   tailguard::RegistrySource source(registry);
-//   auto analyzer = tailguard::Analyzer::Create(tailguard::DefaultAlertRules(), {});
+//   absl::StatusOr<std::unique_ptr<tailguard::Analyzer>> analyzer =
+//       tailguard::Analyzer::Create(tailguard::DefaultAlertRules(), {});
+//   if (!analyzer.ok()) return analyzer.status();
 //   MyPager pager;                      // a tailguard::Subscriber
 //   (*analyzer)->Subscribe(&pager);
 //   tailguard::Batch batch;
 //   while (running) {                   // once a second (the registry's slot)
-//     if (source.Next(batch).value_or(false)) (*analyzer)->Analyze(batch);
-//     sleep_for(1s);
+//     std::this_thread::sleep_for(std::chrono::seconds(1));
+//     if (source.Next(batch).ok()) (*analyzer)->Analyze(batch);  // the registry never fails
 //   }
 #ifndef TAILGUARD_ANALYZER_H_
 #define TAILGUARD_ANALYZER_H_
 
+#include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -49,7 +52,7 @@ struct SeriesPoint {
   // analyzer makes it from metric and labels.
   std::string key;
   std::string metric;  // e.g. tailguard_request_duration_seconds
-  Labels labels;       // sorted by name
+  Labels labels;       // sorted by name (the key, and what rules select, assume it)
   // The live series behind the point (RegistrySource); nullptr from a file.
   Series* series = nullptr;
   uint64_t count = 0;  // requests in the interval
@@ -87,7 +90,7 @@ class RegistrySource final : public Source {
   // `series`; nullopt for any other series. Gives SeriesPoint::error_ratio over the window.
   using ErrorCounts = std::function<std::optional<std::pair<uint64_t, uint64_t>>(const Series&)>;
 
-  // `registry` must outlive the source. REQUIRES: window >= the registry's slot.
+  // `registry` must outlive the source. A window shorter than the registry's slot is one slot.
   explicit RegistrySource(Registry& registry, Duration window = std::chrono::seconds(10),
                           ErrorCounts errors = nullptr);
   ~RegistrySource() override;
@@ -151,7 +154,9 @@ struct ActionRecord {
   ActionOutcome outcome;
 };
 
-// Carries out actions. Called on the analyzer's thread inside Analyze(); must not block.
+// Carries out actions. Called on the analyzer's thread inside Analyze() (under the live loop's
+// lock there), from within the alert engine's callback: must not block, and must not call back
+// into the analyzer or its engine.
 class Actuator {
  public:
   virtual ~Actuator() = default;
@@ -159,7 +164,8 @@ class Actuator {
 };
 
 // Receives what the analysis found, in the order it happened, on the analyzer's thread inside
-// Analyze(). Each method has an empty default: override what you need. Must not block.
+// Analyze(). Each method has an empty default: override what you need. Must not block, and must
+// not call back into the analyzer or its engine (alert events come from inside the engine).
 class Subscriber {
  public:
   virtual ~Subscriber() = default;
@@ -203,8 +209,8 @@ struct PointVerdict {
 // The default rules of every way in (`serve`, `replay`, an embedding server): on the total
 // latency of each route (tailguard_request_duration_seconds{stage="total"}), P99 against the
 // ensemble's baseline in the default tiers (+10 % warning, +30 % critical, +50 % emergency with the
-// "degrade" action), and the anomaly score at or above `anomaly_threshold` (0.5: one in 100 000)
-// as a warning.
+// "degrade" action), and the anomaly score above `anomaly_threshold` (0.5: one in 100 000) as a
+// warning.
 AlertConfig DefaultAlertRules(double anomaly_threshold = 0.5);
 
 // Not thread-safe: one thread calls Analyze() (the caller locks around it and around the engine

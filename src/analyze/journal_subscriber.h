@@ -20,8 +20,11 @@ class JournalSubscriber final : public Subscriber {
   void OnNotification(const Notification& n) override { journal_.OnNotification(n); }
   void OnMuted(const MutedAlert& m) override { journal_.OnMuted(m); }
   void OnAction(const ActionRecord& a) override {
+    // "recorded only: ..." says it already; "applied: breaker opened", "refused: ...".
     journal_.OnAction(a.action, a.cause,
-                      Cat(ActionDecisionName(a.outcome.decision), ": ", a.outcome.detail));
+                      a.outcome.decision == ActionDecision::kRecorded
+                          ? a.outcome.detail
+                          : Cat(ActionDecisionName(a.outcome.decision), ": ", a.outcome.detail));
   }
 
  private:

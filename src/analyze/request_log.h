@@ -42,6 +42,8 @@ class RequestLog {
   // is read.
   class StepSource;
   std::unique_ptr<Source> Steps() const;
+  // The series key of stages[stage].
+  const std::string& Key(size_t stage) const { return keys_[stage]; }
   // Where stages[stage]'s point is in each batch.
   size_t PointOf(size_t stage) const { return position_[stage]; }
 

@@ -893,6 +893,7 @@ ApiResponse Api::Events(std::string_view query) const {
     }
     if (!e.severity.empty()) j["severity"] = e.severity;
     if (!e.receiver.empty()) j["receiver"] = e.receiver;
+    if (!e.action.empty()) j["action"] = e.action;
     if (!e.statistic.empty()) j["statistic"] = e.statistic;
     if (!std::isnan(e.value)) j["value"] = Num(e.value);
     if (!std::isnan(e.threshold)) j["threshold"] = Num(e.threshold);

@@ -156,12 +156,19 @@ absl::StatusOr<std::unique_ptr<LiveLoop>> LiveLoop::Create(Registry& registry, A
   if (options.window < options.tick) {
     return absl::InvalidArgumentError("live loop: window must be at least one tick");
   }
+  if (options.tick != registry.options().windows.slot) {
+    // The windows, the error ratio's per-tick counts and the per-minute cut all count slots.
+    return absl::InvalidArgumentError(
+        Cat("live loop: tick (", FormatDuration(static_cast<double>(options.tick.count())),
+            ") must equal the registry's slot (",
+            FormatDuration(static_cast<double>(registry.options().windows.slot.count())), ")"));
+  }
   std::unique_ptr<LiveLoop> loop(new LiveLoop(registry, options, counters));
   // Nobody else has the loop yet; the lock is for the analysis (checked by -Wthread-safety).
   MutexLock lock(&loop->mu_);
   AnalyzerOptions analysis = options.analysis;
   if (analysis.ensemble.step == Duration::zero()) analysis.ensemble.step = options.tick;
-  analysis.muter = options.journal;
+  if (options.journal != nullptr) analysis.muter = options.journal;
   absl::StatusOr<std::unique_ptr<Analyzer>> analyzer =
       Analyzer::Create(std::move(rules), std::move(analysis));
   if (!analyzer.ok()) return analyzer.status();

@@ -69,7 +69,9 @@ struct LiveLoopOptions {
   int64_t history_prune_batch = 20000;
   // The analysis: detectors, drift, anomaly events, and the actuator that carries out the
   // actions of alert tiers (e.g. "degrade"), with or without a store. The loop sets
-  // ensemble.step to `tick` when it is 0, and the muter to `journal`.
+  // ensemble.step to `tick` when it is 0, and the muter to `journal` when there is one. The
+  // subscribers and the actuator run on the loop's thread with the loop's lock held: they must
+  // not call back into the loop.
   AnalyzerOptions analysis;
 };
 
@@ -107,8 +109,8 @@ struct StoredSeries {
 struct SeriesSnapshot {
   std::string id;  // 16 hex digits, stable across restarts: a hash of the key
   Series* series = nullptr;
-  // Count, percentiles, mean and max over the window; the detector's level (in [0, 1], 0 when
-  // the window is empty) and baseline at this tick.
+  // Count, percentiles, mean and max over the window; the detector's level (in [0, 1], NaN when
+  // the window is empty: no data) and baseline at this tick.
   HistoryPoint stats;
   double rate = 0;                               // requests per second over the window
   double error_ratio = Observation::kMissing;    // only for the total stage of a route
@@ -158,8 +160,9 @@ class LiveLoop final : private Subscriber {
                                                           RouteCounterTable* counters);
   ~LiveLoop() override;
 
-  // `s` also receives what the analysis finds, on the loop's thread inside Tick(). Call before
-  // Start(); must outlive the loop.
+  // `s` also receives what the analysis finds, on the loop's thread inside Tick(), with the
+  // loop's lock held: it must not call back into the loop (Events(), Snapshot(), ...) and must
+  // not block. Call before Start(); must outlive the loop.
   void Subscribe(Subscriber* s);
 
   // Collects the registry and analyses every series at the registry's now. Tests call it

@@ -81,7 +81,7 @@ struct AlertQuery {
 // What the timeline holds besides transitions.
 enum class TimelineType : uint8_t {
   kTransition,  // an AlertEvent
-  kAction,      // a mitigation hook's decision (RecordAction)
+  kAction,      // what became of an alert tier's action (RecordAction)
   kMuted,       // a notification not sent (RecordMuted)
   kAck,         // an acknowledgement (Ack)
 };
@@ -320,7 +320,7 @@ class EventStore {
 
   // --- Timeline
 
-  // Records what a mitigation hook (e.g. "degrade") decided about `cause`.
+  // Records what became of the action (e.g. "degrade") that `cause` asked for.
   absl::Status RecordAction(WallTime t, std::string_view action, const AlertEvent& cause,
                             std::string_view decision);
   // Records that a notification about (rule, series) was not sent, and why (e.g. "silence 4").

@@ -440,3 +440,91 @@ TEST_F(LiveLoopTest, PruneDeletesInBoundedBatchesOnFollowingMinutes) {
 
 }  // namespace
 }  // namespace tailguard::server
+
+namespace tailguard::server {
+namespace {
+
+// The live error ratio of a route: failed requests (as the gateway counts them: 5xx, upstream
+// errors, broken streams) over all its requests in the window (10 s); a 4xx is the client's. An
+// error rule alerts on it, and the snapshot shows it on the route's total series only.
+TEST(LiveLoopErrorRatioTest, FailedRequestsOfTheRouteOverTheWindow) {
+  FakeClock clock(FakeClock::DefaultStart());
+  Registry registry(clock);
+  absl::StatusOr<RequestMetrics*> m = registry.Requests({.model = "rank", .version = "1", .route = "/rank"});
+  ASSERT_TRUE(m.ok()) << m.status();
+  RouteCounterTable counters;
+  RouteCounters* rc = counters.Get(*m);
+  AlertConfig rules;
+  AlertRule errors;
+  errors.name = "errors";
+  errors.matchers = {{"stage", LabelMatcher::Op::kEqual, "total"}};
+  errors.stat = Statistic::kErrorRatio;
+  AlertTier t;
+  t.above = Threshold::Absolute(0.05);
+  t.severity = "critical";
+  errors.tiers = {t};
+  errors.debounce.pre_alert_after = 1;
+  errors.debounce.alert_after = seconds(0);
+  rules.rules = {errors};
+  absl::StatusOr<std::unique_ptr<LiveLoop>> loop =
+      LiveLoop::Create(registry, rules, LiveLoopOptions{}, &counters);
+  ASSERT_TRUE(loop.ok()) << loop.status();
+
+  // One second of 20 requests: `failed` of them 503, 3 of them 404, the rest 200.
+  auto second = [&](int failed) {
+    for (int i = 0; i < 20; ++i) {
+      const int code = i < failed ? 503 : i < failed + 3 ? 404 : 200;
+      (*m)->stage(Stage::kTotal).Record(10'000'000);
+      (*m)->stage(Stage::kInference).Record(5'000'000);
+      rc->CountStatus(code);
+      if (code >= 500) Add(rc->failed);
+    }
+    clock.Advance(seconds(1));
+    (*loop)->Tick();
+  };
+  auto total_ratio = [&] {
+    double ratio = -1;
+    for (const SeriesSnapshot& s : (*loop)->Snapshot()) {
+      if (s.series->label("stage") == "total") {
+        ratio = s.error_ratio;
+      } else {
+        EXPECT_TRUE(std::isnan(s.error_ratio)) << s.series->key() << ": only the total has one";
+      }
+    }
+    return ratio;
+  };
+  for (int i = 0; i < 5; ++i) second(0);
+  EXPECT_EQ(total_ratio(), 0.0) << "404s are not failures";
+  for (int i = 0; i < 5; ++i) second(4);  // 20 of the window's 200 requests failed
+  EXPECT_DOUBLE_EQ(total_ratio(), 0.1);
+  std::vector<ActiveAlert> active = (*loop)->ActiveAlerts();
+  ASSERT_EQ(active.size(), 1u);
+  EXPECT_EQ(active[0].rule, "errors");
+  EXPECT_EQ(active[0].state, AlertState::kAlert);
+  for (int i = 0; i < 7; ++i) second(0);  // the window now holds 3 failing seconds of 10
+  EXPECT_DOUBLE_EQ(total_ratio(), 12.0 / 200);
+  for (int i = 0; i < 3; ++i) second(0);
+  EXPECT_EQ(total_ratio(), 0.0) << "the failures left the window";
+  bool fired = false;
+  for (const TimelineEvent& e : (*loop)->Events(0, 1000)) {
+    fired = fired || (e.type == "alert" && e.kind == "fire" && e.rule == "errors");
+  }
+  EXPECT_TRUE(fired);
+}
+
+// The tick is the registry's slot: the windows, the error ratio's ticks and the per-minute cut
+// all count slots.
+TEST(LiveLoopErrorRatioTest, ATickOtherThanTheRegistrysSlotIsRefused) {
+  FakeClock clock(FakeClock::DefaultStart());
+  Registry registry(clock);
+  LiveLoopOptions options;
+  options.tick = seconds(2);
+  absl::StatusOr<std::unique_ptr<LiveLoop>> loop =
+      LiveLoop::Create(registry, AlertConfig{}, options, nullptr);
+  ASSERT_FALSE(loop.ok());
+  EXPECT_EQ(loop.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(loop.status().message(), HasSubstr("slot"));
+}
+
+}  // namespace
+}  // namespace tailguard::server
