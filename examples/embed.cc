@@ -1,18 +1,24 @@
-// Embedding tailguard in a C++ inference server: time each request's stages with the SDK, tick
-// the registry once a second, and read percentiles from the windows.
+// Embedding tailguard in a C++ inference server: time each request's stages with the SDK, run the
+// analysis in process once a second (the same analyzer and default rules as `tailguard serve`),
+// read percentiles from the windows, and render the registry for a /metrics endpoint.
 //
-// Build: part of the default build (build/release/examples/embed_example). It serves a fake
-// model for three seconds from two worker threads and prints the 10 s window of every stage.
+// Build: part of the default build (build/release/examples/embed_example), or on its own against
+// the installed SDK (examples/CMakeLists.txt). It serves a fake model for three seconds from two
+// worker threads and prints the 10 s window of every stage.
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "tailguard/analyzer.h"
+#include "tailguard/exposition.h"
 #include "tailguard/registry.h"
+#include "tailguard/version.h"
 
 namespace {
 
@@ -22,9 +28,23 @@ void SleepMicros(std::mt19937& rng, int median) {
   std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int>(d(rng))));
 }
 
+// What the analysis finds; a real server would page, or open its own breaker on kFire.
+class PrintAlerts final : public tailguard::Subscriber {
+ public:
+  void OnAlertEvent(const tailguard::AlertEvent& e) override {
+    std::printf("alert: %s %s %s on %s\n",
+                std::string(tailguard::AlertEventKindName(e.kind)).c_str(), e.severity.c_str(),
+                e.rule.c_str(), e.series.c_str());
+  }
+  void OnAnomaly(const tailguard::AnomalyEvent& a) override {
+    std::printf("anomaly on %s: score %.2f\n", a.series.c_str(), a.score);
+  }
+};
+
 }  // namespace
 
 int main() {
+  std::printf("tailguard SDK %s\n", std::string(tailguard::kVersion).c_str());
   // One registry per process; the real clock by default.
   tailguard::Registry registry;
   // Look the route up once and keep the reference: the hot path never touches the registry.
@@ -53,10 +73,21 @@ int main() {
     });
   }
 
-  // The collector: once a second, move what was recorded into the windows.
+  // The analysis, in process: every second the source collects the registry (moving what was
+  // recorded into the windows) and the analyzer runs the detectors and the default rules.
+  tailguard::RegistrySource source(registry);
+  absl::StatusOr<std::unique_ptr<tailguard::Analyzer>> analyzer =
+      tailguard::Analyzer::Create(tailguard::DefaultAlertRules(), {});
+  if (!analyzer.ok()) {
+    std::fprintf(stderr, "%s\n", analyzer.status().ToString().c_str());
+    return 1;
+  }
+  PrintAlerts alerts;
+  (*analyzer)->Subscribe(&alerts);
+  tailguard::Batch batch;
   for (int second = 0; second < 3; ++second) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
-    registry.Collect();
+    if (source.Next(batch).ok()) (*analyzer)->Analyze(batch);  // the registry's never fails
   }
   stop = true;
   for (auto& t : workers) t.join();
@@ -71,5 +102,9 @@ int main() {
         static_cast<unsigned long long>(h.count()), h.Quantile(0.5) / 1e6, h.Quantile(0.99) / 1e6);
   }
   std::printf("sampled requests held: %zu\n", metrics.sampler().Snapshot().size());
+  // What a /metrics endpoint of the server would answer.
+  const std::string page = tailguard::PrometheusText(registry);
+  std::printf("/metrics: %zu bytes, %zu series analysed in the last tick\n", page.size(),
+              batch.points.size());
   return 0;
 }

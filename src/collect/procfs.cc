@@ -14,7 +14,7 @@
 
 #include "absl/status/status.h"
 #include "common/strings.h"
-#include "metrics/exposition.h"
+#include "tailguard/exposition.h"
 
 namespace tailguard {
 namespace {

@@ -1,5 +1,5 @@
 // Prometheus text exposition of the registry.
-#include "metrics/exposition.h"
+#include "tailguard/exposition.h"
 
 #include <charconv>
 #include <cmath>
@@ -73,6 +73,12 @@ void AppendPrometheusText(const Registry& registry, std::span<const double> le_s
              std::to_string(h.count()) + "\n";
     }
   }
+}
+
+std::string PrometheusText(const Registry& registry) {
+  std::string out;
+  AppendPrometheusText(registry, DefaultExpositionBuckets(), out);
+  return out;
 }
 
 }  // namespace tailguard

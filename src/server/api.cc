@@ -12,7 +12,7 @@
 #include "collect/procfs.h"
 #include "common/duration.h"
 #include "common/strings.h"
-#include "metrics/exposition.h"
+#include "tailguard/exposition.h"
 #include "metrics/heatmap.h"
 #include "metrics/series_key.h"
 #include "model/backend.h"

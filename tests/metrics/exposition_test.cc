@@ -1,5 +1,5 @@
 // Prometheus text exposition: format, cumulative buckets, escaping, units.
-#include "metrics/exposition.h"
+#include "tailguard/exposition.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

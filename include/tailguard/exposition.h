@@ -1,6 +1,9 @@
-// Prometheus text exposition (format 0.0.4) of a Registry's series, for /metrics.
-#ifndef TAILGUARD_METRICS_EXPOSITION_H_
-#define TAILGUARD_METRICS_EXPOSITION_H_
+// Prometheus text exposition (format 0.0.4) of a Registry's series: what the gateway serves at
+// /metrics, and what an embedding server serves at its own:
+//
+//   std::string page = tailguard::PrometheusText(registry);  // Content-Type: text/plain; version=0.0.4
+#ifndef TAILGUARD_EXPOSITION_H_
+#define TAILGUARD_EXPOSITION_H_
 
 #include <span>
 #include <string>
@@ -28,6 +31,9 @@ std::string FormatSampleValue(double v);
 void AppendPrometheusText(const Registry& registry, std::span<const double> le_seconds,
                           std::string& out);
 
+// The whole page with the default boundaries.
+std::string PrometheusText(const Registry& registry);
+
 }  // namespace tailguard
 
-#endif  // TAILGUARD_METRICS_EXPOSITION_H_
+#endif  // TAILGUARD_EXPOSITION_H_
