@@ -12,7 +12,7 @@
 #include "collect/procfs.h"
 #include "common/duration.h"
 #include "common/strings.h"
-#include "tailguard/exposition.h"
+#include "metrics/collector.h"
 #include "metrics/heatmap.h"
 #include "metrics/series_key.h"
 #include "model/backend.h"
@@ -22,6 +22,7 @@
 #include "server/protocol.h"
 #include "store/event_store.h"
 #include "tailguard/alert.h"
+#include "tailguard/exposition.h"
 #include "tailguard/series_io.h"
 
 #ifndef TAILGUARD_VERSION
@@ -181,36 +182,7 @@ absl::StatusOr<WallTime> ParseTime(std::string_view text, WallTime now) {
 }
 
 // Writes metric families in Prometheus text 0.0.4 or OpenMetrics 1.0.
-class Page {
- public:
-  Page(std::string& out, bool openmetrics) : out_(out), om_(openmetrics) {}
-
-  // Counters are named without "_total"; samples get it.
-  void Counter(std::string_view name, std::string_view help) {
-    Header(om_ ? std::string(name) : Cat(name, "_total"), "counter", help);
-    sample_ = Cat(name, "_total");
-  }
-  void Gauge(std::string_view name, std::string_view help) {
-    Header(std::string(name), "gauge", help);
-    sample_ = std::string(name);
-  }
-  void Sample(const Labels& labels, double value) {
-    out_ += sample_;
-    if (!labels.empty()) out_ += metrics::FormatLabelSet(labels);
-    out_ += ' ';
-    out_ += FormatSampleValue(value);
-    out_ += '\n';
-  }
-
- private:
-  void Header(const std::string& family, std::string_view type, std::string_view help) {
-    out_ += Cat("# HELP ", family, " ", help, "\n# TYPE ", family, " ", type, "\n");
-  }
-
-  std::string& out_;
-  const bool om_;
-  std::string sample_;
-};
+using Page = metrics::MetricsWriter;
 
 // The built-in model backend: versions and their graph fingerprints, queues, and the profile
 // totals (the source of a per-layer heatmap).
@@ -966,129 +938,163 @@ ApiResponse Api::Samples(std::string_view query) const {
   return Json({{"samples", out}});
 }
 
-std::string Api::Metrics(bool om) const {
-  std::string out;
-  out.reserve(64 * 1024);
-  AppendPrometheusText(*s_.registry, DefaultExpositionBuckets(), out);
-  Page page(out, om);
+namespace {
 
-  const std::vector<RouteCounters*> routes =
-      s_.routes != nullptr ? s_.routes->All() : std::vector<RouteCounters*>{};
-  page.Counter("tailguard_requests", "Requests answered, by route and HTTP status code.");
-  for (const RouteCounters* r : routes) {
-    for (size_t code = 0; code < r->by_code.size(); ++code) {
-      const uint64_t n = Load(r->by_code[code]);
-      if (n == 0) continue;
-      Labels l = RouteLabelsOf(*r->metrics);
-      l.emplace_back("code", code == 0 ? "none" : std::to_string(code));
-      std::sort(l.begin(), l.end());
-      page.Sample(l, static_cast<double>(n));
-    }
-  }
-  auto per_route = [&](std::string_view name, std::string_view help,
-                       const std::atomic<uint64_t> RouteCounters::*field) {
-    page.Counter(name, help);
+// Each subsystem's metrics, in the order the page has always had them.
+
+// Per route: answers by status code, failures, bytes, input sizes, streamed tokens, the sampler.
+class RouteCollector final : public metrics::Collector {
+ public:
+  explicit RouteCollector(RouteCounterTable* routes) : routes_table_(routes) {}
+  void Collect(Page& page) const override {
+    const std::vector<RouteCounters*> routes = routes_table_->All();
+    page.Counter("tailguard_requests", "Requests answered, by route and HTTP status code.");
     for (const RouteCounters* r : routes) {
-      page.Sample(RouteLabelsOf(*r->metrics), static_cast<double>(Load(r->*field)));
+      for (size_t code = 0; code < r->by_code.size(); ++code) {
+        const uint64_t n = Load(r->by_code[code]);
+        if (n == 0) continue;
+        Labels l = RouteLabelsOf(*r->metrics);
+        l.emplace_back("code", code == 0 ? "none" : std::to_string(code));
+        std::sort(l.begin(), l.end());
+        page.Sample(l, static_cast<double>(n));
+      }
     }
-  };
-  per_route("tailguard_request_failures",
-            "Requests that failed: 5xx answers, upstream errors and broken streams.",
-            &RouteCounters::failed);
-  per_route("tailguard_request_bytes", "Request body bytes received from clients.",
-            &RouteCounters::request_bytes);
-  per_route("tailguard_response_bytes", "Response body bytes sent to clients.",
-            &RouteCounters::response_bytes);
-  per_route("tailguard_request_input_size",
-            "Sum of request input sizes: KServe v2 tensor elements, OpenAI prompt characters.",
-            &RouteCounters::input_size_sum);
-  per_route("tailguard_streamed_tokens", "Server-sent events relayed on streamed responses.",
-            &RouteCounters::streamed_tokens);
+    auto per_route = [&](std::string_view name, std::string_view help,
+                         const std::atomic<uint64_t> RouteCounters::*field) {
+      page.Counter(name, help);
+      for (const RouteCounters* r : routes) {
+        page.Sample(RouteLabelsOf(*r->metrics), static_cast<double>(Load(r->*field)));
+      }
+    };
+    per_route("tailguard_request_failures",
+              "Requests that failed: 5xx answers, upstream errors and broken streams.",
+              &RouteCounters::failed);
+    per_route("tailguard_request_bytes", "Request body bytes received from clients.",
+              &RouteCounters::request_bytes);
+    per_route("tailguard_response_bytes", "Response body bytes sent to clients.",
+              &RouteCounters::response_bytes);
+    per_route("tailguard_request_input_size",
+              "Sum of request input sizes: KServe v2 tensor elements, OpenAI prompt characters.",
+              &RouteCounters::input_size_sum);
+    per_route("tailguard_streamed_tokens", "Server-sent events relayed on streamed responses.",
+              &RouteCounters::streamed_tokens);
 
-  page.Counter("tailguard_sampler_kept", "Requests kept by the request sampler.");
-  for (const RouteCounters* r : routes) {
-    page.Sample(RouteLabelsOf(*r->metrics), static_cast<double>(r->metrics->sampler().kept()));
-  }
-  page.Counter("tailguard_sampler_dropped",
-               "Sampled requests not kept: the buffer was busy (reason=busy) or full (evicted).");
-  for (const RouteCounters* r : routes) {
-    Labels l = RouteLabelsOf(*r->metrics);
-    l.emplace_back("reason", "busy");
-    page.Sample(l, static_cast<double>(r->metrics->sampler().dropped()));
-    l.back().second = "evicted";
-    page.Sample(l, static_cast<double>(r->metrics->sampler().evicted()));
-  }
-
-  const GatewayCounters& c = *s_.counters;
-  page.Gauge("tailguard_requests_in_flight", "Requests being handled now.");
-  page.Sample({}, static_cast<double>(c.in_flight.load(std::memory_order_relaxed)));
-  page.Gauge("tailguard_connections_active", "Client connections open now.");
-  page.Sample({}, static_cast<double>(c.connections_active.load(std::memory_order_relaxed)));
-  page.Counter("tailguard_connections_accepted", "Client connections accepted.");
-  page.Sample({}, static_cast<double>(Load(c.connections_accepted)));
-  page.Counter("tailguard_connections_rejected",
-               "Client connections answered 503 and closed at once: past limits.max_connections "
-               "and its reserve for health checks (reason=max_connections), or past "
-               "limits.max_connections_per_client (reason=per_client).");
-  page.Sample({{"reason", "max_connections"}}, static_cast<double>(Load(c.connections_rejected)));
-  page.Sample({{"reason", "per_client"}},
-              static_cast<double>(Load(c.connections_rejected_per_client)));
-  page.Counter("tailguard_upstream_connections_dropped",
-               "Upstream connections given up before use: idle ones found closed before a "
-               "non-idempotent request would have gone on them (reason=stale), and connects that "
-               "reached the gateway's own socket (reason=self).");
-  page.Sample({{"reason", "stale"}}, static_cast<double>(Load(c.stale_connections_dropped)));
-  page.Sample({{"reason", "self"}}, static_cast<double>(Load(c.self_connections)));
-  page.Counter("tailguard_gateway_errors",
-               "Requests the gateway refused before choosing a route, by reason.");
-  page.Sample({{"reason", "bad_request"}}, static_cast<double>(Load(c.bad_request)));
-  page.Sample({{"reason", "header_too_large"}}, static_cast<double>(Load(c.header_too_large)));
-  page.Sample({{"reason", "header_timeout"}}, static_cast<double>(Load(c.header_timeouts)));
-  page.Sample({{"reason", "overloaded"}}, static_cast<double>(Load(c.admin_only_refused)));
-  page.Sample({{"reason", "not_found"}}, static_cast<double>(Load(c.not_found)));
-  page.Sample({{"reason", "too_large"}}, static_cast<double>(Load(c.too_large)));
-  page.Counter("tailguard_series_dropped",
-               "Measurements not recorded under their own labels: a route over its cap of "
-               "Server-Timing stage names (reason=stage, not recorded), of model and version "
-               "labels (reason=labels), or a model name or version from a request over 128 bytes "
-               "(reason=label_too_long) or with characters outside [A-Za-z0-9._:/@+-] "
-               "(reason=label_characters); those three are recorded under model=\"other\". "
-               "reason=registry_full: series the registry refused (its limits).");
-  page.Sample({{"reason", "labels"}}, static_cast<double>(Load(c.label_overflow)));
-  page.Sample({{"reason", "label_too_long"}}, static_cast<double>(Load(c.label_too_long)));
-  page.Sample({{"reason", "label_characters"}}, static_cast<double>(Load(c.label_characters)));
-  page.Sample({{"reason", "registry_full"}}, static_cast<double>(s_.registry->refused()));
-  page.Sample({{"reason", "stage"}}, static_cast<double>(Load(c.stage_series_dropped)));
-
-  page.Counter("tailguard_upstream_requests", "Requests sent to each upstream server.");
-  for (const UpstreamState* u : s_.upstreams) {
-    page.Sample({{"upstream", u->address()}}, static_cast<double>(Load(u->requests)));
-  }
-  page.Counter("tailguard_upstream_errors",
-               "Failed exchanges with each upstream, by kind: connect, timeout, reset, protocol.");
-  for (const UpstreamState* u : s_.upstreams) {
-    for (int k = 0; k < kUpstreamErrorKinds; ++k) {
-      page.Sample(
-          {{"kind", UpstreamErrorName(static_cast<UpstreamError>(k))}, {"upstream", u->address()}},
-          static_cast<double>(Load(u->errors[k])));
+    page.Counter("tailguard_sampler_kept", "Requests kept by the request sampler.");
+    for (const RouteCounters* r : routes) {
+      page.Sample(RouteLabelsOf(*r->metrics), static_cast<double>(r->metrics->sampler().kept()));
+    }
+    page.Counter("tailguard_sampler_dropped",
+                 "Sampled requests not kept: the buffer was busy (reason=busy) or full (evicted).");
+    for (const RouteCounters* r : routes) {
+      Labels l = RouteLabelsOf(*r->metrics);
+      l.emplace_back("reason", "busy");
+      page.Sample(l, static_cast<double>(r->metrics->sampler().dropped()));
+      l.back().second = "evicted";
+      page.Sample(l, static_cast<double>(r->metrics->sampler().evicted()));
     }
   }
-  page.Counter("tailguard_upstream_skipped",
-               "Requests answered 502 at once, without a connect, while every upstream of their "
-               "route was down and none was due for a probe (counted on each of the route's "
-               "upstreams).");
-  for (const UpstreamState* u : s_.upstreams) {
-    page.Sample({{"upstream", u->address()}}, static_cast<double>(Load(u->probes_skipped)));
-  }
-  page.Gauge("tailguard_upstream_up",
-             "1 when the upstream is in rotation, 0 while passive health keeps it out.");
-  const MonoTime now = std::chrono::steady_clock::now();
-  for (const UpstreamState* u : s_.upstreams) {
-    page.Sample({{"upstream", u->address()}}, u->Available(now) ? 1 : 0);
+
+ private:
+  RouteCounterTable* const routes_table_;
+};
+
+// The gateway's own: requests in flight, connections, refusals, dropped series.
+class GatewayCollector final : public metrics::Collector {
+ public:
+  GatewayCollector(const GatewayCounters& counters, const Registry& registry)
+      : c_(counters), registry_(registry) {}
+  void Collect(Page& page) const override {
+    const GatewayCounters& c = c_;
+    page.Gauge("tailguard_requests_in_flight", "Requests being handled now.");
+    page.Sample({}, static_cast<double>(c.in_flight.load(std::memory_order_relaxed)));
+    page.Gauge("tailguard_connections_active", "Client connections open now.");
+    page.Sample({}, static_cast<double>(c.connections_active.load(std::memory_order_relaxed)));
+    page.Counter("tailguard_connections_accepted", "Client connections accepted.");
+    page.Sample({}, static_cast<double>(Load(c.connections_accepted)));
+    page.Counter("tailguard_connections_rejected",
+                 "Client connections answered 503 and closed at once: past limits.max_connections "
+                 "and its reserve for health checks (reason=max_connections), or past "
+                 "limits.max_connections_per_client (reason=per_client).");
+    page.Sample({{"reason", "max_connections"}}, static_cast<double>(Load(c.connections_rejected)));
+    page.Sample({{"reason", "per_client"}},
+                static_cast<double>(Load(c.connections_rejected_per_client)));
+    page.Counter("tailguard_upstream_connections_dropped",
+                 "Upstream connections given up before use: idle ones found closed before a "
+                 "non-idempotent request would have gone on them (reason=stale), and connects that "
+                 "reached the gateway's own socket (reason=self).");
+    page.Sample({{"reason", "stale"}}, static_cast<double>(Load(c.stale_connections_dropped)));
+    page.Sample({{"reason", "self"}}, static_cast<double>(Load(c.self_connections)));
+    page.Counter("tailguard_gateway_errors",
+                 "Requests the gateway refused before choosing a route, by reason.");
+    page.Sample({{"reason", "bad_request"}}, static_cast<double>(Load(c.bad_request)));
+    page.Sample({{"reason", "header_too_large"}}, static_cast<double>(Load(c.header_too_large)));
+    page.Sample({{"reason", "header_timeout"}}, static_cast<double>(Load(c.header_timeouts)));
+    page.Sample({{"reason", "overloaded"}}, static_cast<double>(Load(c.admin_only_refused)));
+    page.Sample({{"reason", "not_found"}}, static_cast<double>(Load(c.not_found)));
+    page.Sample({{"reason", "too_large"}}, static_cast<double>(Load(c.too_large)));
+    page.Counter("tailguard_series_dropped",
+                 "Measurements not recorded under their own labels: a route over its cap of "
+                 "Server-Timing stage names (reason=stage, not recorded), of model and version "
+                 "labels (reason=labels), or a model name or version from a request over 128 bytes "
+                 "(reason=label_too_long) or with characters outside [A-Za-z0-9._:/@+-] "
+                 "(reason=label_characters); those three are recorded under model=\"other\". "
+                 "reason=registry_full: series the registry refused (its limits).");
+    page.Sample({{"reason", "labels"}}, static_cast<double>(Load(c.label_overflow)));
+    page.Sample({{"reason", "label_too_long"}}, static_cast<double>(Load(c.label_too_long)));
+    page.Sample({{"reason", "label_characters"}}, static_cast<double>(Load(c.label_characters)));
+    page.Sample({{"reason", "registry_full"}}, static_cast<double>(registry_.refused()));
+    page.Sample({{"reason", "stage"}}, static_cast<double>(Load(c.stage_series_dropped)));
   }
 
-  if (s_.otlp != nullptr) {
-    const OtlpStats o = s_.otlp->stats();
+ private:
+  const GatewayCounters& c_;
+  const Registry& registry_;
+};
+
+// The upstream pool: requests, errors by kind, skipped while down, in rotation.
+class UpstreamCollector final : public metrics::Collector {
+ public:
+  explicit UpstreamCollector(std::vector<const UpstreamState*> upstreams)
+      : upstreams_(std::move(upstreams)) {}
+  void Collect(Page& page) const override {
+    page.Counter("tailguard_upstream_requests", "Requests sent to each upstream server.");
+    for (const UpstreamState* u : upstreams_) {
+      page.Sample({{"upstream", u->address()}}, static_cast<double>(Load(u->requests)));
+    }
+    page.Counter(
+        "tailguard_upstream_errors",
+        "Failed exchanges with each upstream, by kind: connect, timeout, reset, protocol.");
+    for (const UpstreamState* u : upstreams_) {
+      for (int k = 0; k < kUpstreamErrorKinds; ++k) {
+        page.Sample({{"kind", UpstreamErrorName(static_cast<UpstreamError>(k))},
+                     {"upstream", u->address()}},
+                    static_cast<double>(Load(u->errors[k])));
+      }
+    }
+    page.Counter("tailguard_upstream_skipped",
+                 "Requests answered 502 at once, without a connect, while every upstream of their "
+                 "route was down and none was due for a probe (counted on each of the route's "
+                 "upstreams).");
+    for (const UpstreamState* u : upstreams_) {
+      page.Sample({{"upstream", u->address()}}, static_cast<double>(Load(u->probes_skipped)));
+    }
+    page.Gauge("tailguard_upstream_up",
+               "1 when the upstream is in rotation, 0 while passive health keeps it out.");
+    const MonoTime now = std::chrono::steady_clock::now();
+    for (const UpstreamState* u : upstreams_) {
+      page.Sample({{"upstream", u->address()}}, u->Available(now) ? 1 : 0);
+    }
+  }
+
+ private:
+  const std::vector<const UpstreamState*> upstreams_;
+};
+
+class OtlpCollector final : public metrics::Collector {
+ public:
+  explicit OtlpCollector(const OtlpExporter& otlp) : otlp_(otlp) {}
+  void Collect(Page& page) const override {
+    const OtlpStats o = otlp_.stats();
     page.Counter("tailguard_otlp_spans_exported", "Spans delivered to the OTLP collector.");
     page.Sample({}, static_cast<double>(o.exported));
     page.Counter("tailguard_otlp_spans_dropped",
@@ -1099,8 +1105,15 @@ std::string Api::Metrics(bool om) const {
     page.Sample({}, static_cast<double>(o.batches_failed));
   }
 
-  if (s_.journal != nullptr) {
-    const notify::JournalStats& j = s_.journal->stats();
+ private:
+  const OtlpExporter& otlp_;
+};
+
+class JournalCollector final : public metrics::Collector {
+ public:
+  explicit JournalCollector(const notify::AlertJournal& journal) : journal_(journal) {}
+  void Collect(Page& page) const override {
+    const notify::JournalStats& j = journal_.stats();
     page.Counter("tailguard_alert_notifications",
                  "Notifications stored in the outbox (duplicate: its idempotency key was already "
                  "there, e.g. after a restart).");
@@ -1117,15 +1130,31 @@ std::string Api::Metrics(bool om) const {
     page.Sample({{"kind", "commit_failed"}}, static_cast<double>(Load(j.store_errors)));
     page.Sample({{"kind", "dropped"}}, static_cast<double>(Load(j.dropped)));
   }
-  if (s_.loop->options().history != nullptr) {
+
+ private:
+  const notify::AlertJournal& journal_;
+};
+
+class HistoryCollector final : public metrics::Collector {
+ public:
+  explicit HistoryCollector(const LiveLoop& loop) : loop_(loop) {}
+  void Collect(Page& page) const override {
     page.Counter("tailguard_history_store_errors",
                  "Per-minute history the store could not take (kind=write: a minute's points, "
                  "kept in memory for 24 h) or give (kind=read: a listing of stored series).");
-    page.Sample({{"kind", "write"}}, static_cast<double>(s_.loop->history_write_failures()));
-    page.Sample({{"kind", "read"}}, static_cast<double>(s_.loop->history_read_failures()));
+    page.Sample({{"kind", "write"}}, static_cast<double>(loop_.history_write_failures()));
+    page.Sample({{"kind", "read"}}, static_cast<double>(loop_.history_read_failures()));
   }
-  if (s_.delivery != nullptr) {
-    const notify::DeliveryStats& d = s_.delivery->stats();
+
+ private:
+  const LiveLoop& loop_;
+};
+
+class DeliveryCollector final : public metrics::Collector {
+ public:
+  explicit DeliveryCollector(const notify::DeliveryWorker& delivery) : delivery_(delivery) {}
+  void Collect(Page& page) const override {
+    const notify::DeliveryStats& d = delivery_.stats();
     page.Counter("tailguard_notification_attempts",
                  "Delivery attempts to receivers, by result: delivered, retry (a retryable "
                  "failure), failed (given up).");
@@ -1133,8 +1162,16 @@ std::string Api::Metrics(bool om) const {
     page.Sample({{"result", "retry"}}, static_cast<double>(Load(d.retries)));
     page.Sample({{"result", "failed"}}, static_cast<double>(Load(d.failed)));
   }
-  if (s_.store != nullptr) {
-    if (absl::StatusOr<store::OutboxStats> o = s_.store->CountOutbox(); o.ok()) {
+
+ private:
+  const notify::DeliveryWorker& delivery_;
+};
+
+class OutboxCollector final : public metrics::Collector {
+ public:
+  explicit OutboxCollector(store::EventStore& store) : store_(store) {}
+  void Collect(Page& page) const override {
+    if (absl::StatusOr<store::OutboxStats> o = store_.CountOutbox(); o.ok()) {
       page.Gauge("tailguard_outbox_messages",
                  "Notifications in the outbox, by receiver and state (pending: still to be "
                  "delivered).");
@@ -1155,22 +1192,79 @@ std::string Api::Metrics(bool om) const {
     }
   }
 
-  if (s_.loop != nullptr) {
+ private:
+  store::EventStore& store_;
+};
+
+class AnalysisCollector final : public metrics::Collector {
+ public:
+  explicit AnalysisCollector(const LiveLoop& loop) : loop_(loop) {}
+  void Collect(Page& page) const override {
     page.Counter("tailguard_analysis_ticks", "Ticks of the live analysis loop.");
-    page.Sample({}, static_cast<double>(s_.loop->ticks()));
+    page.Sample({}, static_cast<double>(loop_.ticks()));
     page.Gauge("tailguard_alerts_active", "Rule and series pairs in pre_alert or alert.");
     size_t pre = 0, firing = 0;
-    for (const ActiveAlert& a : s_.loop->ActiveAlerts()) {
+    for (const ActiveAlert& a : loop_.ActiveAlerts()) {
       (a.state == AlertState::kAlert ? firing : pre) += 1;
     }
     page.Sample({{"state", "alert"}}, static_cast<double>(firing));
     page.Sample({{"state", "pre_alert"}}, static_cast<double>(pre));
   }
 
-  if (absl::StatusOr<ProcessStats> p = ReadProcessStats(); p.ok()) {
-    AppendProcessMetrics(*p, out, om);
+ private:
+  const LiveLoop& loop_;
+};
+
+// The standard process metrics (procfs).
+class ProcessCollector final : public metrics::Collector {
+ public:
+  void Collect(Page& page) const override {
+    if (absl::StatusOr<ProcessStats> p = ReadProcessStats(); p.ok()) {
+      AppendProcessMetrics(*p, page.out(), page.openmetrics());
+    }
   }
-  if (s_.backend != nullptr) AppendModelMetrics(page, s_.backend->Status());
+};
+
+class ModelCollector final : public metrics::Collector {
+ public:
+  explicit ModelCollector(const model::ModelBackend& backend) : backend_(backend) {}
+  void Collect(Page& page) const override { AppendModelMetrics(page, backend_.Status()); }
+
+ private:
+  const model::ModelBackend& backend_;
+};
+
+}  // namespace
+
+Api::Api(ApiSources sources) : s_(std::move(sources)) {
+  auto add = [this](std::unique_ptr<metrics::Collector> c) {
+    collectors_.push_back(c.get());
+    owned_.push_back(std::move(c));
+  };
+  if (s_.routes != nullptr) add(std::make_unique<RouteCollector>(s_.routes));
+  if (s_.counters != nullptr && s_.registry != nullptr) {
+    add(std::make_unique<GatewayCollector>(*s_.counters, *s_.registry));
+  }
+  add(std::make_unique<UpstreamCollector>(s_.upstreams));
+  if (s_.otlp != nullptr) add(std::make_unique<OtlpCollector>(*s_.otlp));
+  if (s_.journal != nullptr) add(std::make_unique<JournalCollector>(*s_.journal));
+  if (s_.loop != nullptr && s_.loop->options().history != nullptr) {
+    add(std::make_unique<HistoryCollector>(*s_.loop));
+  }
+  if (s_.delivery != nullptr) add(std::make_unique<DeliveryCollector>(*s_.delivery));
+  if (s_.store != nullptr) add(std::make_unique<OutboxCollector>(*s_.store));
+  if (s_.loop != nullptr) add(std::make_unique<AnalysisCollector>(*s_.loop));
+  for (const metrics::Collector* c : s_.collectors) collectors_.push_back(c);
+  add(std::make_unique<ProcessCollector>());
+  if (s_.backend != nullptr) add(std::make_unique<ModelCollector>(*s_.backend));
+}
+
+std::string Api::Metrics(bool om) const {
+  std::string out;
+  out.reserve(64 * 1024);
+  AppendPrometheusText(*s_.registry, DefaultExpositionBuckets(), out);
+  Page page(out, om);
+  for (const metrics::Collector* c : collectors_) c->Collect(page);
   if (om) out += "# EOF\n";
   return out;
 }

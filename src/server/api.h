@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "metrics/collector.h"
 #include "server/live_loop.h"
 #include "server/stats.h"
 #include "tailguard/registry.h"
@@ -82,11 +83,14 @@ struct ApiSources {
   // For /api/v1/info: when the gateway started and how long the store keeps history.
   WallTime started_at{};
   Duration history_retention{};
+  // More subsystems' metrics for /metrics, after the gateway's own and before the process
+  // metrics, in this order (a mitigation, a signal collector). Borrowed: must outlive the Api.
+  std::vector<const metrics::Collector*> collectors;
 };
 
 class Api {
  public:
-  explicit Api(ApiSources sources) : s_(std::move(sources)) {}
+  explicit Api(ApiSources sources);
 
   // True for the paths this class answers: /metrics, /healthz, /readyz and /api/... .
   static bool Handles(std::string_view path);
@@ -124,6 +128,10 @@ class Api {
                      const ApiRequest& request) const;
 
   ApiSources s_;
+  // What /metrics renders after the registry's histograms, in order; owned_ holds those the Api
+  // made for the gateway's subsystems.
+  std::vector<const metrics::Collector*> collectors_;
+  std::vector<std::unique_ptr<metrics::Collector>> owned_;
 };
 
 }  // namespace tailguard::server
