@@ -15,7 +15,7 @@ Progress::Progress(std::string what, int64_t total, std::FILE* out)
       start_(std::chrono::steady_clock::now()) {}
 
 Progress::~Progress() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (tty_) {
     Draw(done_, "");
     std::fputc('\n', out_);
@@ -24,7 +24,7 @@ Progress::~Progress() {
 }
 
 void Progress::Advance(int64_t n, const std::string& item) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   done_ += n;
   const auto now = std::chrono::steady_clock::now();
   if (tty_) {

@@ -7,8 +7,9 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <mutex>
 #include <string>
+
+#include "common/mutex.h"
 
 namespace tailguard {
 
@@ -23,17 +24,17 @@ class Progress {
   void Advance(int64_t n = 1, const std::string& item = "");
 
  private:
-  void Draw(int64_t done, const std::string& item);
+  void Draw(int64_t done, const std::string& item) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string what_;
   const int64_t total_;
   std::FILE* const out_;
   const bool tty_;
   const std::chrono::steady_clock::time_point start_;
-  std::mutex mu_;
-  int64_t done_ = 0;                                 // guarded by mu_
-  int last_decile_ = -1;                             // guarded by mu_
-  std::chrono::steady_clock::time_point last_draw_;  // guarded by mu_
+  Mutex mu_;
+  int64_t done_ ABSL_GUARDED_BY(mu_) = 0;
+  int last_decile_ ABSL_GUARDED_BY(mu_) = -1;
+  std::chrono::steady_clock::time_point last_draw_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tailguard

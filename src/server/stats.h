@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "tailguard/clock.h"
 #include "tailguard/registry.h"
 
@@ -158,7 +159,7 @@ struct GatewayCounters {
 class RouteCounterTable {
  public:
   RouteCounters* Get(RequestMetrics* m) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (auto& c : all_) {
       if (c->metrics == m) return c.get();
     }
@@ -166,15 +167,15 @@ class RouteCounterTable {
     return all_.back().get();
   }
   std::vector<RouteCounters*> All() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     std::vector<RouteCounters*> out;
     for (auto& c : all_) out.push_back(c.get());
     return out;
   }
 
  private:
-  mutable std::mutex mu_;
-  std::vector<std::unique_ptr<RouteCounters>> all_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::vector<std::unique_ptr<RouteCounters>> all_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tailguard::server
