@@ -491,9 +491,10 @@ int RunDemo(const DemoFlags& flags) {
   for (const DemoPhase& p : phases) planned += p.duration;
   std::printf("tailguard demo: serving the demo models at http://%s (feature store: %s)\n",
               address.c_str(), features.Describe().c_str());
-  std::printf("  dashboard: http://%s/#token=%s   live API: /api/v1/series  /api/v1/alerts  "
-              "/metrics\n",
-              address.c_str(), config->api_token.c_str());
+  std::printf(
+      "  dashboard: http://%s/#token=%s   live API: /api/v1/series  /api/v1/alerts  "
+      "/metrics\n",
+      address.c_str(), config->api_token.c_str());
   std::printf("  scenario (%s):", FormatDuration(static_cast<double>(planned.count())).c_str());
   for (const DemoPhase& p : phases) {
     std::printf(" %s %s%s", p.name.c_str(),

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "analyze/request_log.h"
 #include "bad_rows.h"
 #include "commands.h"
 #include "common/duration.h"
@@ -29,7 +30,6 @@
 #include "common/progress.h"
 #include "common/strings.h"
 #include "metrics/series_key.h"
-#include "analyze/request_log.h"
 #include "series_replay.h"
 #include "tailguard/alert.h"
 #include "tailguard/analyzer.h"
@@ -202,8 +202,8 @@ int ReplayRequestLog(const Options& o, const CsvTable& table, Analyzer& analyzer
   constexpr int64_t kMaxSteps = 10'000'000;
   if (log.span() > kMaxSteps) {
     return Fail(
-        2, Cat(o.file, ": the requests span ", log.span(), " steps of ", o.resolution,
-               " (at most ", kMaxSteps, "): check the timestamps or use a coarser --resolution"));
+        2, Cat(o.file, ": the requests span ", log.span(), " steps of ", o.resolution, " (at most ",
+               kMaxSteps, "): check the timestamps or use a coarser --resolution"));
   }
   // Every step from the first to the last, stamped at its end: empty ones are missing points.
   TimeSeries total;
@@ -353,7 +353,8 @@ int ReplayFile(const Options& o) {
   if (absl::Status st = WriteScoresCsv(out, *series, scores); !st.ok()) {
     return Fail(1, std::string(st.message()));
   }
-  const DriftFinding* drift = (*analyzer)->Drift(metrics::SeriesKey(kRequestDurationMetric, labels));
+  const DriftFinding* drift =
+      (*analyzer)->Drift(metrics::SeriesKey(kRequestDurationMetric, labels));
   if (!o.quiet && drift != nullptr && drift->drifting) {
     std::printf("\ndrift: P99 %s\n", drift->Describe().c_str());
   }

@@ -2,8 +2,8 @@
 // notifications and actions, whichever way the statistics come in.
 //
 // A Source gives one Batch per tick: the statistics of every series at that time (the live
-// registry's windows, a recorded file; later, a Prometheus query). Analyzer::Analyze() runs each series'
-// detectors (the anomaly ensemble and the drift detector) and its baseline, feeds the alert
+// registry's windows, a recorded file; later, a Prometheus query). Analyzer::Analyze() runs each
+// series' detectors (the anomaly ensemble and the drift detector) and its baseline, feeds the alert
 // engine, and hands what happened to every Subscriber (the event store and journal, the
 // timeline, later diagnosis and mitigation). The gateway's live loop, `tailguard replay` and
 // `tailguard demo` all drive this one class (serve and replay with the same default rules; demo
@@ -65,6 +65,10 @@ struct SeriesPoint {
   double error_ratio = Observation::kMissing;
 };
 
+// Sets p.count, the percentiles, mean and max (seconds) from `h`, a histogram of nanoseconds;
+// the latencies stay missing when `h` is empty. What every source does with its windows.
+void SetLatencyStats(const Histogram& h, SeriesPoint& p);
+
 // What a source gives for one tick: every series it knows, at `time` (the end of the interval
 // the statistics cover).
 struct Batch {
@@ -119,7 +123,7 @@ class BatchListSource final : public Source {
 // An anomaly: the once-per-incident score of a series reached AnalyzerOptions::anomaly_event_score.
 struct AnomalyEvent {
   WallTime time{};
-  std::string series;  // key
+  std::string series;                       // key
   double p99 = Observation::kMissing;       // seconds
   double baseline = Observation::kMissing;  // seconds; NaN while the forecaster learns
   double score = 0;                         // AnomalyPoint::score

@@ -1,7 +1,8 @@
 // Prometheus text exposition (format 0.0.4) of a Registry's series: what the gateway serves at
 // /metrics, and what an embedding server serves at its own:
 //
-//   std::string page = tailguard::PrometheusText(registry);  // Content-Type: text/plain; version=0.0.4
+//   std::string page = tailguard::PrometheusText(registry);  // Content-Type: text/plain;
+//   version=0.0.4
 #ifndef TAILGUARD_EXPOSITION_H_
 #define TAILGUARD_EXPOSITION_H_
 

@@ -23,6 +23,18 @@ std::string_view ActionDecisionName(ActionDecision d) {
   return "recorded";
 }
 
+void SetLatencyStats(const Histogram& h, SeriesPoint& p) {
+  constexpr double kNs = 1e-9;
+  p.count = h.count();
+  if (h.empty()) return;
+  p.p50 = static_cast<double>(h.Quantile(0.5)) * kNs;
+  p.p90 = static_cast<double>(h.Quantile(0.9)) * kNs;
+  p.p99 = static_cast<double>(h.Quantile(0.99)) * kNs;
+  p.p999 = static_cast<double>(h.Quantile(0.999)) * kNs;
+  p.mean = h.mean() * kNs;
+  p.max = static_cast<double>(h.max()) * kNs;
+}
+
 AlertConfig DefaultAlertRules(double anomaly_threshold) {
   AlertConfig c;
   const std::vector<LabelMatcher> total = {
@@ -137,9 +149,9 @@ void Analyzer::Analyze(const Batch& batch, std::vector<PointVerdict>* verdicts) 
     v.forecast = a.forecast;
 
     // Drift: the first point of each drift_sample interval.
-    if (!missing && (st.last_drift_sample == WallTime::min() ||
-                     options_.drift_sample <= Duration::zero() ||
-                     now - st.last_drift_sample >= options_.drift_sample)) {
+    if (!missing &&
+        (st.last_drift_sample == WallTime::min() || options_.drift_sample <= Duration::zero() ||
+         now - st.last_drift_sample >= options_.drift_sample)) {
       st.last_drift_sample = now;
       st.drift.Add(now, p.p99);
       const DriftFinding& f = st.drift.Current();

@@ -6,13 +6,6 @@
 #include "tailguard/analyzer.h"
 
 namespace tailguard {
-namespace {
-
-constexpr double kNs = 1e-9;
-
-double Seconds(uint64_t ns) { return static_cast<double>(ns) * kNs; }
-
-}  // namespace
 
 struct RegistrySource::State {
   struct Counts {
@@ -46,17 +39,8 @@ absl::StatusOr<bool> RegistrySource::Next(Batch& batch) {
     p.metric = s->name();
     p.labels = s->labels();
     p.series = s;
-    const Histogram h = s->Window(window_, now);
-    p.count = h.count();
+    SetLatencyStats(s->Window(window_, now), p);
     p.rate = static_cast<double>(p.count) / window_seconds;
-    if (!h.empty()) {
-      p.p50 = Seconds(h.Quantile(0.5));
-      p.p90 = Seconds(h.Quantile(0.9));
-      p.p99 = Seconds(h.Quantile(0.99));
-      p.p999 = Seconds(h.Quantile(0.999));
-      p.mean = h.mean() * kNs;
-      p.max = Seconds(h.max());
-    }
     if (!errors_) continue;
     const std::optional<std::pair<uint64_t, uint64_t>> totals = errors_(*s);
     if (!totals) continue;

@@ -7,11 +7,6 @@
 #include "metrics/series_key.h"
 
 namespace tailguard::analyze {
-namespace {
-
-double Seconds(uint64_t ns) { return static_cast<double>(ns) * 1e-9; }
-
-}  // namespace
 
 RequestLog::RequestLog(std::string metric, Labels labels, std::vector<std::string> stages,
                        Duration resolution)
@@ -70,14 +65,8 @@ class RequestLog::StepSource final : public Source {
       p.rate = 0;
       if (step == nullptr || step->stage[s].empty()) continue;
       const Histogram& h = step->stage[s];
-      p.count = h.count();
+      SetLatencyStats(h, p);
       p.rate = static_cast<double>(h.count()) / res_seconds;
-      p.p50 = Seconds(h.Quantile(0.5));
-      p.p90 = Seconds(h.Quantile(0.9));
-      p.p99 = Seconds(h.Quantile(0.99));
-      p.p999 = Seconds(h.Quantile(0.999));
-      p.mean = h.mean() * 1e-9;
-      p.max = Seconds(h.max());
       if (s == 0 && log_.has_status_) {
         p.error_ratio = static_cast<double>(step->failed) / static_cast<double>(h.count());
       }

@@ -8,8 +8,8 @@
 #include <utility>
 
 #include "alert/notify/journal.h"
-#include "analyze/journal_subscriber.h"
 #include "alert/notify/render.h"
+#include "analyze/journal_subscriber.h"
 #include "common/format.h"
 #include "common/series_id.h"
 #include "common/strings.h"
@@ -19,25 +19,28 @@
 namespace tailguard::server {
 namespace {
 
-constexpr double kNs = 1e-9;
 constexpr size_t kMaxHistoryPoints = 11000;
-
-double Seconds(uint64_t ns) { return static_cast<double>(ns) * kNs; }
 
 WallTime FloorMinute(WallTime t) {
   return WallTime(std::chrono::duration_cast<Duration>(
       std::chrono::floor<std::chrono::minutes>(t.time_since_epoch())));
 }
 
+// The statistics of a source's point, as a history point holds them.
+void CopyStats(const SeriesPoint& from, HistoryPoint& p) {
+  p.count = from.count;
+  p.p50 = from.p50;
+  p.p90 = from.p90;
+  p.p99 = from.p99;
+  p.p999 = from.p999;
+  p.mean = from.mean;
+  p.max = from.max;
+}
+
 void FillStats(const Histogram& h, HistoryPoint& p) {
-  p.count = h.count();
-  if (h.empty()) return;
-  p.p50 = Seconds(h.Quantile(0.5));
-  p.p90 = Seconds(h.Quantile(0.9));
-  p.p99 = Seconds(h.Quantile(0.99));
-  p.p999 = Seconds(h.Quantile(0.999));
-  p.mean = h.mean() * kNs;
-  p.max = Seconds(h.max());
+  SeriesPoint point;
+  SetLatencyStats(h, point);
+  CopyStats(point, p);
 }
 
 // What a series remembers between ticks.
@@ -284,13 +287,7 @@ void LiveLoop::Tick() {
     snap.series = s;
     HistoryPoint& stats = snap.stats;
     stats.time = now;
-    stats.count = p.count;
-    stats.p50 = p.p50;
-    stats.p90 = p.p90;
-    stats.p99 = p.p99;
-    stats.p999 = p.p999;
-    stats.mean = p.mean;
-    stats.max = p.max;
+    CopyStats(p, stats);
     snap.rate = p.rate;
     snap.error_ratio = p.error_ratio;
     stats.anomaly_score = v.level;
@@ -299,8 +296,7 @@ void LiveLoop::Tick() {
     stats.forecast_lower = v.forecast.lower;
     stats.forecast_upper = v.forecast.upper;
     st.scores.push_back({now, static_cast<float>(v.level), static_cast<float>(v.baseline),
-                         static_cast<float>(v.forecast.value),
-                         static_cast<float>(v.forecast.lower),
+                         static_cast<float>(v.forecast.value), static_cast<float>(v.forecast.lower),
                          static_cast<float>(v.forecast.upper)});
     while (st.scores.size() > score_ticks) st.scores.pop_front();
 
@@ -467,11 +463,11 @@ void LiveLoop::OnAnomaly(const AnomalyEvent& a) {
   e.statistic = std::string(StatisticName(Statistic::kP99));
   e.value = a.p99;
   e.baseline_p99 = a.baseline;
-  e.message = Cat("anomaly on ", a.series, ": P99 ", FormatDuration(a.p99 * 1e9),
-                  std::isnan(a.baseline)
-                      ? std::string()
-                      : Cat(" against a baseline of ", FormatDuration(a.baseline * 1e9)),
-                  " (score ", std::to_string(a.score).substr(0, 4), ")");
+  e.message =
+      Cat("anomaly on ", a.series, ": P99 ", FormatDuration(a.p99 * 1e9),
+          std::isnan(a.baseline) ? std::string()
+                                 : Cat(" against a baseline of ", FormatDuration(a.baseline * 1e9)),
+          " (score ", std::to_string(a.score).substr(0, 4), ")");
   PushEvent(std::move(e));
 }
 

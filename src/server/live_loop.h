@@ -237,8 +237,7 @@ class LiveLoop final : private Subscriber {
 
   // Subscriber: called inside Tick() with mu_ held.
   void OnAlertEvent(const AlertEvent& event) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void OnNotification(const Notification& notification) override
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnNotification(const Notification& notification) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnMuted(const MutedAlert& muted) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnAnomaly(const AnomalyEvent& anomaly) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnDrift(const DriftEvent& drift) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

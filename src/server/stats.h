@@ -107,9 +107,8 @@ struct UpstreamState {
   }
   // When the next probe may go, for the message of a request refused without one.
   Duration UntilNextProbe(MonoTime now) const {
-    return std::max(Duration::zero(),
-                    Duration(next_probe_ns.load(std::memory_order_relaxed) -
-                             now.time_since_epoch().count()));
+    return std::max(Duration::zero(), Duration(next_probe_ns.load(std::memory_order_relaxed) -
+                                               now.time_since_epoch().count()));
   }
   void Success() {
     consecutive_fails.store(0, std::memory_order_relaxed);
@@ -136,12 +135,12 @@ struct GatewayCounters {
   std::atomic<int64_t> connections_active{0};
   std::atomic<int64_t> in_flight{0};
   // Requests answered by the gateway itself with an error before reaching a route, by reason.
-  std::atomic<uint64_t> bad_request{0};           // 400: malformed HTTP or body
-  std::atomic<uint64_t> not_found{0};             // 404: no route
-  std::atomic<uint64_t> too_large{0};             // 413: body over limits.max_body_bytes
-  std::atomic<uint64_t> header_too_large{0};      // 431: header over limits.max_header_bytes
-  std::atomic<uint64_t> header_timeouts{0};       // 408: header slower than timeouts.header
-  std::atomic<uint64_t> admin_only_refused{0};    // 503: a route asked for past max_connections
+  std::atomic<uint64_t> bad_request{0};         // 400: malformed HTTP or body
+  std::atomic<uint64_t> not_found{0};           // 404: no route
+  std::atomic<uint64_t> too_large{0};           // 413: body over limits.max_body_bytes
+  std::atomic<uint64_t> header_too_large{0};    // 431: header over limits.max_header_bytes
+  std::atomic<uint64_t> header_timeouts{0};     // 408: header slower than timeouts.header
+  std::atomic<uint64_t> admin_only_refused{0};  // 503: a route asked for past max_connections
   // Upstream connections: idle ones found closed before a non-idempotent request was put on
   // them, and connects that reached the gateway's own socket (refused).
   std::atomic<uint64_t> stale_connections_dropped{0};

@@ -51,8 +51,8 @@ class Recorder final : public Subscriber {
     lines.push_back(Cat("muted ", Time(m.time), " ", m.rule, " ", m.series, " ", m.reason));
   }
   void OnAnomaly(const AnomalyEvent& a) override {
-    lines.push_back(Cat("anomaly ", Time(a.time), " ", a.series, " p99 ", Num(a.p99),
-                        " baseline ", Num(a.baseline), " score ", Num(a.score)));
+    lines.push_back(Cat("anomaly ", Time(a.time), " ", a.series, " p99 ", Num(a.p99), " baseline ",
+                        Num(a.baseline), " score ", Num(a.score)));
   }
   void OnDrift(const DriftEvent& d) override {
     lines.push_back(Cat("drift ", Time(d.time), " ", d.series, " ", d.drifting ? "began" : "ended",
@@ -104,9 +104,10 @@ std::vector<Request> Data() {
       const double jitter = 0.8 + 0.4 * next();
       const uint64_t total = static_cast<uint64_t>(level * jitter);
       // 10 % 404s throughout: above the error rule's 5 % if a 4xx counted.
-      const int status = (minute >= 30 && minute < 31 && i < 2) ? 503 : (i >= 5 && i < 7 ? 404 : 200);
-      out.push_back({kStart + seconds(s) + std::chrono::milliseconds(25 * i + 1), total,
-                     total / 2, status});
+      const int status =
+          (minute >= 30 && minute < 31 && i < 2) ? 503 : (i >= 5 && i < 7 ? 404 : 200);
+      out.push_back(
+          {kStart + seconds(s) + std::chrono::milliseconds(25 * i + 1), total, total / 2, status});
     }
   }
   return out;
@@ -158,22 +159,52 @@ std::vector<std::string> Offline(const std::vector<Request>& data, bool statuses
   return rec.lines;
 }
 
-// The same requests recorded live: each second's requests go into the registry's series while
-// the fake clock is inside that second, then the clock reaches its end and the source ticks.
-std::vector<std::string> Live(const std::vector<Request>& data) {
-  FakeClock clock(kStart);
-  Registry registry(clock);
-  absl::StatusOr<Series*> total = registry.GetOrCreate(
-      kRequestDurationMetric, {{"route", "log"}, {"stage", "total"}});
-  absl::StatusOr<Series*> inference = registry.GetOrCreate(
-      kRequestDurationMetric, {{"route", "log"}, {"stage", "inference"}});
-  if (!total.ok() || !inference.ok()) {
-    ADD_FAILURE() << total.status() << inference.status();
-    return {};
+// The same requests recorded live: a registry on a fake clock with the route's two series; each
+// second's requests go into them while the clock is inside that second, then the clock reaches
+// its end (where a source or the loop ticks).
+struct LiveRoute {
+  explicit LiveRoute(const std::vector<Request>& requests)
+      : data(requests), clock(kStart), registry(clock) {
+    total = Stage("total");
+    inference = Stage("inference");
   }
-  uint64_t requests = 0, failed = 0;
-  RegistrySource source(registry, seconds(1), [&](const Series& s) {
-    return &s == *total ? std::optional(std::pair{requests, failed}) : std::nullopt;
+  Series* Stage(const std::string& stage) {
+    absl::StatusOr<Series*> s =
+        registry.GetOrCreate(kRequestDurationMetric, {{"route", "log"}, {"stage", stage}});
+    if (!s.ok()) ADD_FAILURE() << s.status();
+    return s.value_or(nullptr);
+  }
+  bool ok() const { return total != nullptr && inference != nullptr; }
+
+  // Records second `s`'s requests and moves the clock to its end, which it returns.
+  WallTime Second(int s) {
+    const WallTime end = kStart + seconds(s + 1);
+    for (; next < data.size() && data[next].time < end; ++next) {
+      const Request& r = data[next];
+      if (r.time > clock.WallNow()) clock.Advance(r.time - clock.WallNow());
+      total->Record(r.total_ns);
+      inference->Record(r.inference_ns);
+      ++requests;
+      failed += r.status >= 500;
+    }
+    clock.Advance(end - clock.WallNow());
+    return end;
+  }
+
+  const std::vector<Request>& data;
+  FakeClock clock;
+  Registry registry;
+  Series* total = nullptr;
+  Series* inference = nullptr;
+  size_t next = 0;
+  uint64_t requests = 0, failed = 0;  // cumulative, as a route's counters
+};
+
+std::vector<std::string> Live(const std::vector<Request>& data) {
+  LiveRoute live(data);
+  if (!live.ok()) return {};
+  RegistrySource source(live.registry, seconds(1), [&](const Series& s) {
+    return &s == live.total ? std::optional(std::pair{live.requests, live.failed}) : std::nullopt;
   });
   absl::StatusOr<std::unique_ptr<Analyzer>> a = Analyzer::Create(Rules(), Options());
   if (!a.ok()) {
@@ -182,18 +213,9 @@ std::vector<std::string> Live(const std::vector<Request>& data) {
   }
   Recorder rec;
   (*a)->Subscribe(&rec);
-  size_t i = 0;
   Batch batch;
   for (int s = 0; s < kMinutes * 60; ++s) {
-    const WallTime end = kStart + seconds(s + 1);
-    for (; i < data.size() && data[i].time < end; ++i) {
-      if (data[i].time > clock.WallNow()) clock.Advance(data[i].time - clock.WallNow());
-      (*total)->Record(data[i].total_ns);
-      (*inference)->Record(data[i].inference_ns);
-      ++requests;
-      failed += data[i].status >= 500;
-    }
-    clock.Advance(end - clock.WallNow());
+    const WallTime end = live.Second(s);
     absl::StatusOr<bool> got = source.Next(batch);
     EXPECT_TRUE(got.ok() && *got);
     EXPECT_EQ(batch.time, end);
@@ -233,29 +255,18 @@ TEST(AnalyzerTest, TheLiveLoopFindsWhatTheOfflineReplayFinds) {
   const std::vector<Request> data = Data();
   const std::vector<std::string> offline = Offline(data, /*statuses=*/false);
 
-  FakeClock clock(kStart);
-  Registry registry(clock);
-  absl::StatusOr<Series*> total = registry.GetOrCreate(
-      kRequestDurationMetric, {{"route", "log"}, {"stage", "total"}});
-  absl::StatusOr<Series*> inference = registry.GetOrCreate(
-      kRequestDurationMetric, {{"route", "log"}, {"stage", "inference"}});
-  ASSERT_TRUE(total.ok() && inference.ok());
+  LiveRoute live(data);
+  ASSERT_TRUE(live.ok());
   server::LiveLoopOptions options;
   options.window = seconds(1);
   options.analysis = Options();
   absl::StatusOr<std::unique_ptr<server::LiveLoop>> loop =
-      server::LiveLoop::Create(registry, Rules(), options, nullptr);
+      server::LiveLoop::Create(live.registry, Rules(), options, nullptr);
   ASSERT_TRUE(loop.ok()) << loop.status();
   Recorder rec;
   (*loop)->Subscribe(&rec);
-  size_t i = 0;
   for (int s = 0; s < kMinutes * 60; ++s) {
-    const WallTime end = kStart + seconds(s + 1);
-    for (; i < data.size() && data[i].time < end; ++i) {
-      (*total)->Record(data[i].total_ns);
-      (*inference)->Record(data[i].inference_ns);
-    }
-    clock.Advance(end - clock.WallNow());
+    live.Second(s);
     (*loop)->Tick();
   }
   ASSERT_EQ(rec.lines.size(), offline.size());
@@ -263,8 +274,8 @@ TEST(AnalyzerTest, TheLiveLoopFindsWhatTheOfflineReplayFinds) {
 
   std::set<std::string> types;
   for (const server::TimelineEvent& e : (*loop)->Events(0, 100000)) types.insert(e.type);
-  EXPECT_THAT(types, ::testing::IsSupersetOf({"alert", "notification", "anomaly", "drift",
-                                              "action"}));
+  EXPECT_THAT(types,
+              ::testing::IsSupersetOf({"alert", "notification", "anomaly", "drift", "action"}));
 }
 
 // An actuator that applies everything, and says so.
@@ -320,10 +331,12 @@ TEST(AnalyzerTest, ActionsRunWithoutAStoreAndEverySubscriberHearsInOrder) {
   for (int i = 0; i < 30; ++i, t += seconds(1)) (*a)->Analyze(Point(t, 0.100));
 
   ASSERT_FALSE(applier.acted.empty()) << "the emergency tier's degrade ran with no store";
-  EXPECT_EQ(applier.acted[0], "degrade on tailguard_request_duration_seconds{route=\"rank\",stage=\"total\"}");
+  EXPECT_EQ(applier.acted[0],
+            "degrade on tailguard_request_duration_seconds{route=\"rank\",stage=\"total\"}");
   EXPECT_EQ(rec.Count("action "), applier.acted.size());
   bool applied = false;
-  for (const std::string& l : rec.lines) applied = applied || l.find(" applied ") != std::string::npos;
+  for (const std::string& l : rec.lines)
+    applied = applied || l.find(" applied ") != std::string::npos;
   EXPECT_TRUE(applied);
   ASSERT_GE(order.size(), 2u);
   ASSERT_EQ(order.size() % 2, 0u);
@@ -366,8 +379,8 @@ TEST(AnalyzerTest, AMissingP99IsMissingNotZero) {
 TEST(AnalyzerTest, RunStopsAtTheEndOfASourceAndReturnsItsError) {
   absl::StatusOr<std::unique_ptr<Analyzer>> a = Analyzer::Create(DefaultAlertRules(), {});
   ASSERT_TRUE(a.ok());
-  BatchListSource three({Point(kStart, 0.01), Point(kStart + seconds(1), 0.01),
-                         Point(kStart + seconds(2), 0.01)});
+  BatchListSource three(
+      {Point(kStart, 0.01), Point(kStart + seconds(1), 0.01), Point(kStart + seconds(2), 0.01)});
   absl::StatusOr<uint64_t> n = (*a)->Run(three);
   ASSERT_TRUE(n.ok());
   EXPECT_EQ(*n, 3u);

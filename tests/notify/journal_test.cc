@@ -1,8 +1,6 @@
 // The alert journal: the engine's output reaches the store and the outbox, one transaction per
 // tick with the engine's state, so a restart continues where it stopped. On given time.
 #include "alert/notify/journal.h"
-#include "analyze/journal_subscriber.h"
-#include "tailguard/analyzer.h"
 
 #include <unistd.h>
 
@@ -11,9 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "analyze/journal_subscriber.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tailguard/analyzer.h"
 
 namespace tailguard::notify {
 namespace {

@@ -45,8 +45,8 @@ class Breakers final : public metrics::Collector {
 
 TEST(ApiMetricsTest, ThePageIsTheRegistryThenEveryCollectorInOrder) {
   Registry registry;
-  absl::StatusOr<Series*> s = registry.GetOrCreate(
-      kRequestDurationMetric, {{"route", "rank"}, {"stage", "total"}});
+  absl::StatusOr<Series*> s =
+      registry.GetOrCreate(kRequestDurationMetric, {{"route", "rank"}, {"stage", "total"}});
   ASSERT_TRUE(s.ok());
   (*s)->Record(1'000'000);
   registry.Collect();

@@ -450,7 +450,8 @@ namespace {
 TEST(LiveLoopErrorRatioTest, FailedRequestsOfTheRouteOverTheWindow) {
   FakeClock clock(FakeClock::DefaultStart());
   Registry registry(clock);
-  absl::StatusOr<RequestMetrics*> m = registry.Requests({.model = "rank", .version = "1", .route = "/rank"});
+  absl::StatusOr<RequestMetrics*> m =
+      registry.Requests({.model = "rank", .version = "1", .route = "/rank"});
   ASSERT_TRUE(m.ok()) << m.status();
   RouteCounterTable counters;
   RouteCounters* rc = counters.Get(*m);

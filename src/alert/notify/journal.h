@@ -137,7 +137,6 @@ class AlertJournal final : public AlertSink, public AlertMuter {
   JournalStats stats_;
 };
 
-
 }  // namespace tailguard::notify
 
 #endif  // TAILGUARD_ALERT_NOTIFY_JOURNAL_H_
