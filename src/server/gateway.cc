@@ -33,9 +33,13 @@
 #include "model/backend.h"
 #include "server/api.h"
 #include "server/dashboard.h"
+#include "server/filter.h"
+#include "server/health_filter.h"
+#include "server/http_wire.h"
 #include "server/otlp.h"
 #include "server/protocol.h"
 #include "server/stream.h"
+#include "server/upstream_pool.h"
 #include "store/feature_store.h"
 #include "store/history_store.h"
 #include "store/store_lock.h"
@@ -43,211 +47,15 @@
 namespace tailguard::server {
 namespace {
 
-namespace net = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using tcp = net::ip::tcp;
-// Sockets, streams and coroutines bound to their worker's io_context by type, not through the
-// polymorphic any_io_executor (which costs a move of a type-erased executor in every
-// operation and every resumption).
-// Stream (server/stream.h) is basic_stream with reads that skip Asio's wasted first recv().
-using Executor = StreamExecutor;
-using Socket = Stream::socket_type;
-template <class T>
-using awaitable = net::awaitable<T, Executor>;
-constexpr net::use_awaitable_t<Executor> use_awaitable;
 
 // Distinct (model, version) pairs per route before new ones are counted under model="other":
 // model names come from request paths and bodies, and must not grow the series without bound.
 constexpr size_t kMaxLabelSetsPerRoute = 64;
 // Distinct Server-Timing names per route recorded as series of their own.
 constexpr size_t kMaxStageNamesPerRoute = 16;
-// Largest upstream response body read into memory (streamed responses have no limit).
-constexpr uint64_t kMaxResponseBytes = 256ull << 20;
-constexpr size_t kMaxUpstreamHeaderBytes = 64 * 1024;
-// Interim (1xx) answers read past before an upstream's final answer: a bound, so an upstream
-// that sends nothing else cannot hold a request (and a worker's attention) forever.
-constexpr int kMaxInterimAnswers = 16;
-
-// Beast reads a body into the buffer as far as the buffer's spare capacity goes (512 bytes at
-// least): a megabyte into a buffer sized for headers took hundreds of reads and resumptions
-// (about 5 ms of a worker). A body with a known length above a few kilobytes gets room for one
-// read of 64 KiB, the most Beast reads at a time (the body itself goes into its own string).
-constexpr size_t kBodyReadReserve = 64 * 1024;
-constexpr size_t kBufferKeep = 96 * 1024;  // what an idle connection keeps of a larger buffer
 // Request bodies past this size yield the worker between the steps that take their time.
 constexpr size_t kYieldBodyBytes = 256 * 1024;
 
-void ReserveForBody(beast::flat_buffer& buffer, const boost::optional<uint64_t>& length) {
-  if (!length || *length <= 8 * 1024) return;
-  buffer.reserve(buffer.size() +
-                 static_cast<size_t>(std::min<uint64_t>(*length, kBodyReadReserve)));
-}
-
-// Gives back what ReserveForBody() took, so that idle connections stay small.
-void ShrinkAfterBody(beast::flat_buffer& buffer) {
-  if (buffer.capacity() > kBufferKeep) buffer.shrink_to_fit();
-}
-
-// RFC 9110 9.2.2: a request that can be repeated with the same effect.
-bool IsIdempotent(http::verb v) {
-  return v == http::verb::get || v == http::verb::head || v == http::verb::put ||
-         v == http::verb::delete_ || v == http::verb::options || v == http::verb::trace;
-}
-
-// A malformed message (as opposed to a connection that ended or timed out).
-bool IsParseError(const beast::error_code& ec) {
-  return ec.category() == http::make_error_code(http::error::end_of_stream).category() &&
-         ec != http::error::end_of_stream && ec != http::error::partial_message &&
-         ec != http::error::need_buffer;
-}
-
-auto Token(beast::error_code& ec) { return net::redirect_error(use_awaitable, ec); }
-
-std::string_view View(beast::string_view s) { return {s.data(), s.size()}; }
-beast::string_view Bsv(std::string_view s) { return {s.data(), s.size()}; }
-
-// Headers that describe one hop, not the message (RFC 9110 7.6.1), and must not be forwarded.
-bool HopByHop(http::field f) {
-  switch (f) {
-    case http::field::connection:
-    case http::field::keep_alive:
-    case http::field::proxy_connection:
-    case http::field::te:
-    case http::field::trailer:
-    case http::field::transfer_encoding:
-    case http::field::upgrade:
-    case http::field::proxy_authenticate:
-    case http::field::proxy_authorization:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// The value of the first field `name` ("" if none). The data path looks fields up this way: a
-// scan of a request's or response's few fields costs a fraction of Beast's lookup by name
-// (about 300 instructions), and finds the same field.
-template <class Fields>
-beast::string_view FieldValue(const Fields& fields, http::field name) {
-  for (const auto& f : fields) {
-    if (f.name() == name) return f.value();
-  }
-  return {};
-}
-
-template <class Fields>
-beast::string_view FieldValue(const Fields& fields, std::string_view name) {
-  for (const auto& f : fields) {
-    const beast::string_view n = f.name_string();
-    if (n.size() == name.size() &&
-        beast::iequals(n, beast::string_view(name.data(), name.size()))) {
-      return f.value();
-    }
-  }
-  return {};
-}
-
-template <class Fields>
-bool HasField(const Fields& fields, http::field name) {
-  return std::any_of(fields.begin(), fields.end(),
-                     [name](const auto& f) { return f.name() == name; });
-}
-
-// message::keep_alive(), with the Connection field found by a scan.
-template <class Fields>
-bool KeepAlive(const Fields& fields, unsigned version) {
-  const auto it = std::find_if(fields.begin(), fields.end(),
-                               [](const auto& f) { return f.name() == http::field::connection; });
-  if (version < 11) return it != fields.end() && http::token_list{it->value()}.exists("keep-alive");
-  return it == fields.end() || !http::token_list{it->value()}.exists("close");
-}
-
-// message::keep_alive(keep), skipped where it changes nothing: HTTP/1.1, kept alive and no
-// Connection field (the usual case once hop-by-hop fields are stripped).
-template <class Message>
-void SetKeepAlive(Message& m, bool keep) {
-  if (m.version() >= 11 && keep && !HasField(m, http::field::connection)) return;
-  m.keep_alive(keep);
-}
-
-// message::content_length(n) on a message without Transfer-Encoding, skipped where it changes
-// nothing: the only Content-Length field is already the last and says `n`.
-template <class Message>
-void SetContentLength(Message& m, uint64_t n) {
-  size_t count = 0;
-  for (const auto& f : m) count += f.name() == http::field::content_length ? 1 : 0;
-  if (count == 1 && !HasField(m, http::field::transfer_encoding)) {
-    const auto& last = *std::prev(m.end());
-    char digits[24];
-    const auto r = std::to_chars(std::begin(digits), std::end(digits), n);
-    if (last.name() == http::field::content_length &&
-        View(last.value()) == std::string_view(digits, static_cast<size_t>(r.ptr - digits))) {
-      return;
-    }
-  }
-  m.content_length(n);
-}
-
-template <class Fields>
-void StripHopByHop(Fields& fields) {
-  // Connection may name further hop-by-hop headers.
-  std::vector<std::string> named;
-  for (auto part : http::token_list(FieldValue(fields, http::field::connection))) {
-    // The usual "keep-alive" names a header the loop below removes anyway: no copy needed.
-    if (HopByHop(http::string_to_field(part))) continue;
-    named.emplace_back(part);
-  }
-  for (const std::string& n : named) fields.erase(n);
-  for (auto it = fields.begin(); it != fields.end();) {
-    it = HopByHop(it->name()) ? fields.erase(it) : std::next(it);
-  }
-}
-
-// Sends what the socket takes at once (it is non-blocking), and returns the number of bytes
-// sent; `ec` is set on a failure other than would_block. A small message almost always goes
-// whole, which spares the asynchronous write, its timer and a resumption of the coroutine; the
-// caller writes any rest asynchronously, under the stream's timeout.
-size_t TrySend(Stream& stream, const std::array<net::const_buffer, 2>& buffers,
-               beast::error_code& ec) {
-  if (!stream.socket().non_blocking()) return 0;
-  const size_t n = stream.socket().send(buffers, 0, ec);
-  if (ec == net::error::would_block || ec == net::error::try_again) ec = {};
-  return ec ? 0 : n;
-}
-
-// A header's fields and blank line, as Beast's serializer writes them.
-template <class Fields>
-void AppendFields(const Fields& fields, std::string& out) {
-  for (const auto& f : fields) {
-    out.append(View(f.name_string())).append(": ").append(View(f.value())).append("\r\n");
-  }
-  out.append("\r\n");
-}
-
-// The bytes Beast's serializer writes for a header whose body is not chunked: built into a
-// reused string and sent with the body in one gather write, which costs a fraction of the
-// serializer's generic buffer sequences.
-void SerializeHead(const http::request_header<>& h, std::string& out) {
-  out.clear();
-  out.append(View(h.method_string())).append(" ").append(View(h.target())).append(" HTTP/");
-  out.append({static_cast<char>('0' + h.version() / 10), '.',
-              static_cast<char>('0' + h.version() % 10), '\r', '\n'});
-  AppendFields(h, out);
-}
-
-void SerializeHead(const http::response_header<>& h, std::string& out) {
-  out.clear();
-  const unsigned code = h.result_int();
-  out.append({'H', 'T', 'T', 'P', '/', static_cast<char>('0' + h.version() / 10), '.',
-              static_cast<char>('0' + h.version() % 10), ' ', static_cast<char>('0' + code / 100),
-              static_cast<char>('0' + code / 10 % 10), static_cast<char>('0' + code % 10), ' '});
-  const beast::string_view reason = h.reason();
-  out.append(
-      View(reason.empty() ? http::obsolete_reason(static_cast<http::status>(code)) : reason));
-  out.append("\r\n");
-  AppendFields(h, out);
-}
 
 int64_t UnixNanos(WallTime t) { return t.time_since_epoch().count(); }
 
@@ -260,6 +68,10 @@ struct RouteRuntime {
   std::vector<std::pair<std::string, std::string>> label_sets;
   // Server-Timing names with a series, guarded by Impl::labels_mu.
   std::vector<std::string> stage_names;
+  // The route's request filters, in order; the passive health check first (null, and not in
+  // the chain, on a local-model route, which has no upstream).
+  std::unique_ptr<PassiveHealthFilter> health;
+  FilterChain filters;
 };
 
 // What a request is recorded under.
@@ -283,13 +95,17 @@ enum class Admission : uint8_t {
 struct Gateway::Impl {
   GatewayOptions options;
   const GatewayConfig& config() const { return options.config; }
-  const Clock& clock = Clock::Real();
+  // Measurements, passive health, the live loop and delivery read this clock (GatewayOptions::
+  // clock); sockets wait in real time, for the durations it computes.
+  const Clock& clock;
 
   Registry registry;
   RouteCounterTable route_counters;
   GatewayCounters counters;
   std::vector<std::unique_ptr<UpstreamState>> upstreams;
   std::vector<tcp::endpoint> upstream_endpoints;  // parallel to upstreams
+  UpstreamShared upstream_shared;                 // what the workers' pools read of the above
+  std::unique_ptr<FilterChainCollector> filter_metrics;  // the routes' filter decisions
   std::vector<RouteRuntime> routes;               // parallel to config().routes
   // Held while the gateway runs: no second gateway on the same store (store/store_lock.h).
   std::unique_ptr<store::StoreLock> store_lock;
@@ -330,7 +146,9 @@ struct Gateway::Impl {
   std::atomic<size_t> next_worker{0};
 
   explicit Impl(GatewayOptions o)
-      : options(std::move(o)), registry(Clock::Real(), MakeRegistryOptions(options.config)) {}
+      : options(std::move(o)),
+        clock(options.clock != nullptr ? *options.clock : Clock::Real()),
+        registry(clock, MakeRegistryOptions(options.config)) {}
 
   // The registry's bounds cover what the per-route caps allow (every label set of every route
   // with every stage and Server-Timing name), so a request is never refused its series.
@@ -364,14 +182,6 @@ struct Gateway::Impl {
 
 namespace {
 
-// A connection to an upstream server, owned by one worker.
-struct UpstreamConn {
-  explicit UpstreamConn(net::io_context& ioc) : stream(ioc) {}
-  Stream stream;
-  beast::flat_buffer buffer;
-  std::string head;  // the serialized request header being written (reused)
-};
-
 // A client connection, as the worker tracks it for draining.
 struct SessionEntry {
   Stream* stream = nullptr;
@@ -388,7 +198,15 @@ struct Exchange {
   int status = 0;
   bool failed = false;         // the stream broke after its header (any 5xx counts as failed too)
   size_t upstream = SIZE_MAX;  // which upstream answered (or failed last)
+  bool answered = false;       // `upstream` answered (its header came)
   std::string server_timing;   // the upstream's Server-Timing header
+  // The answer broke off after its header: why (for the health filter).
+  std::optional<UpstreamError> broke;
+  // The filter that answered or refused (SIZE_MAX: none), and its answer.
+  size_t decided_by = SIZE_MAX;
+  FilterAnswer answer;
+  // A buffered answer, kept until the filters have seen how the request ended.
+  http::response<http::string_body> response;
 };
 
 // The trace a request joins (the caller's, or a new one), the gateway's server span in it, and
@@ -411,10 +229,12 @@ Tracing StartTrace(const http::request<http::string_body>& req) {
 
 class Worker {
  public:
-  Worker(Gateway::Impl& g, size_t index) : g_(g), ioc_(1), work_(ioc_.get_executor()) {
-    rr_.resize(g.routes.size(), index);
+  Worker(Gateway::Impl& g, size_t index)
+      : g_(g),
+        ioc_(1),
+        work_(ioc_.get_executor()),
+        pool_(ioc_, g.upstream_shared, g.routes.size(), index) {
     labels_.resize(g.routes.size());
-    idle_.resize(g.upstreams.size());
   }
 
   net::io_context& ioc() { return ioc_; }
@@ -435,7 +255,7 @@ class Worker {
           s.stream->socket().close(ec);
         }
       }
-      for (auto& pool : idle_) pool.clear();
+      pool_.CloseIdle();
     });
   }
 
@@ -471,25 +291,39 @@ class Worker {
                                   http::status status, std::string_view code, std::string message) {
     co_return co_await WriteError(client, version, keep_alive, status, code, message);
   }
-  // A connection to upstream `u`: an idle one, or a new one. Null with `ec` set on failure.
-  awaitable<std::unique_ptr<UpstreamConn>> Acquire(size_t u, MonoTime deadline,
-                                                   beast::error_code& ec);
-  void Release(size_t u, std::unique_ptr<UpstreamConn> conn);
+  // The request's own fields made into what the upstream is sent: hop-by-hop fields out, the
+  // trace and X-Forwarded-For in, the route's rewrite, HTTP/1.1 kept alive.
+  void PrepareForUpstream(http::request<http::string_body>& req, const std::string& peer,
+                          const RouteConfig& rc, std::string_view target, const Tracing& tracing);
+  // The answer of the filter that said `d` (kRespond or kReject), from x.answer.
+  // `head`: the request is a HEAD (the answer's header only).
+  awaitable<bool> WriteFilterAnswer(Stream& client, unsigned version, bool keep_alive, bool head,
+                                    const FilterChain& chain, FilterDecision d, Exchange& x);
+  // The error of a request no upstream answered (502 or 504, saying which and why).
+  awaitable<bool> WriteNoAnswer(Stream& client, unsigned version, bool keep_alive,
+                                const RouteRuntime& route, const UpstreamExchange& ux,
+                                Exchange& x);
+  // The relay: an answer read whole and sent on, or an event stream sent on as it comes, timing
+  // every event.
+  awaitable<bool> RelayBody(Stream& client, unsigned client_version, bool keep_alive, bool head,
+                            UpstreamExchange& ux, Exchange& x, uint64_t& response_bytes);
+  awaitable<bool> RelayEvents(Stream& client, unsigned client_version, bool keep_alive,
+                              MonoTime deadline, const Labeled& lab, UpstreamExchange& ux,
+                              Exchange& x, uint64_t& response_bytes);
   // Lets this worker's other connections go first: before each step of a large request that
   // holds the thread for a while (inspecting a body of a megabyte takes about 0.4 ms, copying it
   // into the upstream's socket about as long), so that small requests do not wait behind all of
   // it at once.
   awaitable<void> YieldToOthers() { co_await net::post(ioc_.get_executor(), use_awaitable); }
-  // Whether an idle pooled connection is still open, looked at without waiting.
-  bool StillOpen(UpstreamConn& conn);
-  size_t Pick(size_t route);
   Labeled LabelsFor(size_t route, const std::string& model, const std::string& version);
   // `value`, taken from a request, as a label value: itself, or "other" (counted by reason)
   // when CheckRequestLabel() refuses it. Empty stays empty, for the caller's default.
   std::string RequestLabel(std::string_view value);
+  // The recording: the request's stages and status into its series and counters, the filters
+  // told how it ended (`fr`, `seen`: as FilterChain::Decide left them), and a kept request
+  // exported as spans.
   void Finish(Labeled lab, size_t route, Exchange& x, const http::request<http::string_body>& req,
-              const TraceContext& trace, const std::array<uint8_t, 8>& client_span, bool has_parent,
-              const std::array<uint8_t, 8>& parent);
+              const Tracing& tracing, const FilterRequest& fr, size_t seen);
 
   Gateway::Impl& g_;
   // Before ioc_: a session's frame, destroyed with ioc_ when the gateway stops, takes its entry
@@ -497,8 +331,7 @@ class Worker {
   std::list<SessionEntry> sessions_;
   net::io_context ioc_;
   net::executor_work_guard<net::io_context::executor_type> work_;
-  std::vector<size_t> rr_;                                        // round-robin position per route
-  std::vector<std::vector<std::unique_ptr<UpstreamConn>>> idle_;  // per upstream
+  UpstreamPool pool_;
   // Per route, the (model, version) label sets seen by this worker, so the registry's lock is
   // taken once per label set (at most kMaxLabelSetsPerRoute + "other" each: a scan is cheap).
   struct LabelSet {
@@ -923,79 +756,6 @@ std::string Worker::RequestLabel(std::string_view value) {
   return "other";
 }
 
-size_t Worker::Pick(size_t route) {
-  const std::vector<size_t>& ups = g_.routes[route].upstreams;
-  const MonoTime now = g_.clock.MonotonicNow();
-  for (size_t i = 0; i < ups.size(); ++i) {
-    const size_t u = ups[rr_[route]++ % ups.size()];
-    if (g_.upstreams[u]->Available(now)) return u;
-  }
-  // Every upstream is marked down: one request a probe interval tries one anyway (as nginx
-  // does), so that recovery is noticed; the others are answered at once, without a connect.
-  for (size_t i = 0; i < ups.size(); ++i) {
-    const size_t u = ups[rr_[route]++ % ups.size()];
-    if (g_.upstreams[u]->TryProbe(now)) return u;
-  }
-  return SIZE_MAX;
-}
-
-awaitable<std::unique_ptr<UpstreamConn>> Worker::Acquire(size_t u, MonoTime deadline,
-                                                         beast::error_code& ec) {
-  // A new connection: Proxy() takes idle ones itself. An idle connection the upstream has
-  // closed in the meantime fails at once and is retried on a new one (see Proxy), which is
-  // cheaper than probing every connection before use.
-  auto conn = std::make_unique<UpstreamConn>(ioc_);
-  const auto connect_deadline =
-      std::min(deadline, g_.clock.MonotonicNow() + g_.config().timeouts.connect);
-  conn->stream.expires_at(connect_deadline);
-  co_await conn->stream.async_connect(g_.upstream_endpoints[u], Token(ec));
-  if (ec) co_return nullptr;
-  // An upstream port in the ephemeral range on this host, with nothing listening, can be
-  // "connected" to by a TCP simultaneous open of the socket with itself: it would then hold the
-  // port the upstream restarts on. Such a connection is refused, and closed at once.
-  {
-    beast::error_code local_ec, remote_ec;
-    const tcp::endpoint local = conn->stream.socket().local_endpoint(local_ec);
-    const tcp::endpoint remote = conn->stream.socket().remote_endpoint(remote_ec);
-    if (!local_ec && !remote_ec && local == remote) {
-      Add(g_.counters.self_connections);
-      // Aborted (RST), not closed: a close would leave it in TIME_WAIT on the port, which
-      // would keep the upstream from binding it for a minute all the same.
-      beast::error_code ignored;
-      conn->stream.socket().set_option(net::socket_base::linger(true, 0), ignored);
-      conn->stream.socket().close(ignored);
-      ec = net::error::connection_refused;
-      co_return nullptr;
-    }
-  }
-  conn->stream.socket().set_option(tcp::no_delay(true), ec);
-  conn->stream.socket().non_blocking(true, ec);  // for TrySend()
-  conn->stream.EnableDrainedReads();
-  ec = {};
-  co_return conn;
-}
-
-bool Worker::StillOpen(UpstreamConn& conn) {
-  // One non-blocking look: EAGAIN is an open, quiet connection; 0 bytes (a FIN), an error, or
-  // bytes nobody asked for all mean it must not carry a request.
-  char byte;
-  const ssize_t n = ::recv(conn.stream.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
-  Add(g_.counters.stale_connections_dropped);
-  return false;
-}
-
-void Worker::Release(size_t u, std::unique_ptr<UpstreamConn> conn) {
-  if (g_.draining.load(std::memory_order_relaxed)) return;
-  // Bytes after the answer (a body sent to HEAD, a 204 or a 304; anything unasked for): the
-  // connection is out of step, and its next answer would be these bytes. Closed, not pooled.
-  if (conn->buffer.size() != 0) return;
-  if (idle_[u].size() >= g_.config().limits.max_upstream_idle_per_host) return;
-  ShrinkAfterBody(conn->buffer);
-  conn->stream.expires_never();
-  idle_[u].push_back(std::move(conn));
-}
-
 awaitable<bool> Worker::Proxy(Stream& client, const std::string& peer,
                               http::request<http::string_body>& req, size_t route_index,
                               MonoTime start, bool keep_alive) {
@@ -1070,18 +830,88 @@ awaitable<bool> Worker::Proxy(Stream& client, const std::string& peer,
   const uint64_t request_bytes = req.body().size();
 
   const Tracing tracing = StartTrace(req);
-  const std::optional<TraceContext>& incoming = tracing.incoming;
-  const TraceContext& trace = tracing.trace;
-  const std::array<uint8_t, 8>& client_span = tracing.client_span;
-  TraceContext forwarded = trace;
-  forwarded.span_id = client_span;
   char trace_hex[32];
-  HexEncodeTo(trace.trace_id, trace_hex);
+  HexEncodeTo(tracing.trace.trace_id, trace_hex);
   x.record.set_trace(std::string_view(trace_hex, sizeof(trace_hex)));
 
-  // The request as the upstream sees it.
+  // The filters see the request as the client sent it, through the whole exchange: the path is
+  // kept aside when the route rewrites it (which frees the original), and so is a method Beast
+  // does not know (kept in the same buffer).
+  std::string original_path, original_method;
+  if (!rc.rewrite_prefix.empty()) original_path = path;
+  if (req.method() == http::verb::unknown) original_method = View(req.method_string());
+  FilterRequest fr;
+  fr.route = route_index;
+  fr.route_name = rc.name;
+  fr.method = req.method() == http::verb::unknown ? std::string_view(original_method)
+                                                  : View(http::to_string(req.method()));
+  fr.path = rc.rewrite_prefix.empty() ? path : std::string_view(original_path);
+  fr.model = model;
+  fr.version = version;
+  fr.body = req.body();
+  fr.input_size = input_size;
+  fr.start = start;
+  size_t seen = 0;
+  bool ok = true;
+  uint64_t response_bytes = 0;
   const unsigned client_version = req.version();
-  const bool head = req.method() == http::verb::head;
+  if (const FilterDecision d = route.filters.Decide(fr, x.answer, &seen, &x.decided_by);
+      d != FilterDecision::kContinue) {
+    ok = co_await WriteFilterAnswer(client, client_version, keep_alive,
+                                    req.method() == http::verb::head, route.filters, d, x);
+    response_bytes = x.answer.body.size();
+  } else {
+    const bool head = req.method() == http::verb::head;
+    PrepareForUpstream(req, peer, rc, target, tracing);
+    // Before a connection is taken, so that the look the pool takes at an idle one is fresh
+    // when the request goes out.
+    if (req.body().size() > kYieldBodyBytes) co_await YieldToOthers();
+    const MonoTime deadline = start + route.request_timeout;
+    UpstreamExchange ux;
+    co_await pool_.Exchange(route_index, route.upstreams, req, head, deadline, ux);
+    x.upstream = ux.upstream;
+    x.upstream_start = ux.sent;
+    UpstreamResult result;
+    result.failures = ux.failures;
+    result.answered = ux.conn ? ux.upstream : SIZE_MAX;
+    result.status = ux.conn ? static_cast<int>(ux.header->get().result_int()) : 0;
+    result.at = ux.answered;
+    route.filters.Answered(fr, result, seen);
+    if (!ux.conn) {
+      x.upstream_end = ux.answered;
+      ok = co_await WriteNoAnswer(client, client_version, keep_alive, route, ux, x);
+    } else {
+      x.answered = true;
+      auto& h = ux.header->get();
+      x.status = static_cast<int>(h.result_int());
+      x.server_timing = std::string(View(FieldValue(h, "Server-Timing")));
+      // An answer without a body (to HEAD, a 204, a 304: the parser is done with its header) is
+      // relayed as a plain one even when it names an event stream: chunked framing would put a
+      // stray last chunk on the client's connection, ahead of its next answer.
+      const bool streaming = !ux.header->is_done() &&
+                             beast::iequals(FieldValue(h, http::field::content_type).substr(0, 17),
+                                            "text/event-stream");
+      if (!streaming) {
+        ok = co_await RelayBody(client, client_version, keep_alive, head, ux, x, response_bytes);
+      } else {
+        ok = co_await RelayEvents(client, client_version, keep_alive, deadline, lab, ux, x,
+                                  response_bytes);
+      }
+    }
+  }
+
+  Add(lab.counters->request_bytes, request_bytes);
+  Add(lab.counters->response_bytes, response_bytes);
+  Add(lab.counters->input_size_sum, input_size);
+  Finish(lab, route_index, x, req, tracing, fr, seen);
+  co_return ok;
+}
+
+void Worker::PrepareForUpstream(http::request<http::string_body>& req, const std::string& peer,
+                                const RouteConfig& rc, std::string_view target,
+                                const Tracing& tracing) {
+  TraceContext forwarded = tracing.trace;
+  forwarded.span_id = tracing.client_span;
   StripHopByHop(req);
   if (HasField(req, http::field::expect)) req.erase(http::field::expect);
   char traceparent[55];  // FormatTraceparent(forwarded), without a string
@@ -1103,358 +933,255 @@ awaitable<bool> Worker::Proxy(Stream& client, const std::string& peer,
       req.method() == http::verb::patch) {
     req.prepare_payload();
   }
+}
 
-  // Before a connection is taken, so that the look StillOpen() takes is fresh when the request
-  // goes out.
-  if (req.body().size() > kYieldBodyBytes) co_await YieldToOthers();
-  const MonoTime deadline = start + route.request_timeout;
-  std::unique_ptr<UpstreamConn> conn;
-  std::optional<http::response_parser<http::empty_body>> header;
-  beast::error_code ec;
-  UpstreamError error = UpstreamError::kConnect;
-  // Connect failures move on to the next upstream (nothing was sent). A reused connection that
-  // turns out closed before any answer is retried once on a fresh one, for an idempotent
-  // request (RFC 9110 9.2.2: GET, HEAD, PUT, DELETE, OPTIONS, TRACE), or for any request when
-  // nothing of it was sent. A POST the upstream may have received is never sent twice, as with
-  // nginx: instead, a pooled connection is looked at before a non-idempotent request goes on it,
-  // and one the upstream closed while idle is dropped unused. Nothing else is retried.
-  const bool idempotent = IsIdempotent(req.method());
-  size_t connect_attempts = 0;
-  bool retried_stale = false;
-  bool same_upstream = false;
-  // Why an upstream's answer was refused although it parsed (a 101, too many 1xx); "" if not.
-  std::string bad_answer;
-  for (;;) {
-    const size_t u = same_upstream ? x.upstream : Pick(route_index);
-    same_upstream = false;
-    if (u == SIZE_MAX) {
-      // Every upstream is down and none is due for a probe: a 502 at once (with the last
-      // connect error, if this request tried one).
-      if (connect_attempts == 0) error = UpstreamError::kDown;
-      break;
-    }
-    x.upstream = u;
-    UpstreamState& up = *g_.upstreams[u];
-    bool reused = false;
-    ec = {};
-    // An idle connection is taken here, without Acquire()'s coroutine frame: the usual case.
-    // Not for the retry after a stale one: the upstream may have restarted and closed them all.
-    for (auto& pool = idle_[u]; !conn && !pool.empty() && !retried_stale;) {
-      conn = std::move(pool.back());
-      pool.pop_back();
-      if (!idempotent && !StillOpen(*conn)) conn.reset();
-      reused = conn != nullptr;
-    }
-    if (!conn) conn = co_await Acquire(u, deadline, ec);
-    if (!conn) {
-      error = ec == beast::error::timeout ? UpstreamError::kTimeout : UpstreamError::kConnect;
-      up.Failure(error, g_.clock.MonotonicNow());
-      if (++connect_attempts < route.upstreams.size() && g_.clock.MonotonicNow() < deadline) {
-        continue;
-      }
-      break;
-    }
-    Add(up.requests);
-    x.upstream_start = g_.clock.MonotonicNow();
-    conn->stream.expires_at(deadline);
-    // Neither message is chunked (Transfer-Encoding is stripped as hop-by-hop), so the header
-    // and the body go out as they are, in one gather write.
-    SerializeHead(req, conn->head);
-    // The first send failed outright: no byte of the request left (retried even if a POST).
-    bool nothing_sent = false;
-    {
-      const std::array<net::const_buffer, 2> out{net::buffer(conn->head), net::buffer(req.body())};
-      const size_t sent = TrySend(conn->stream, out, ec);
-      nothing_sent = ec && sent == 0;
-      if (!ec && sent < net::buffer_size(out)) {
-        beast::buffers_suffix<std::array<net::const_buffer, 2>> rest(out);
-        rest.consume(sent);
-        co_await net::async_write(conn->stream, rest, Token(ec));
-      }
-    }
-    int interim = 0;
-    if (!ec) {
-      const auto new_header = [&header, head] {
-        header.emplace();
-        header->header_limit(kMaxUpstreamHeaderBytes);
-        header->body_limit(kMaxResponseBytes);
-        if (head) header->skip(true);  // an answer to HEAD has no body, whatever its fields say
-      };
-      new_header();
-      conn->stream.MarkNewMessage();  // the answer follows the request just sent
-      co_await http::async_read_header(conn->stream, conn->buffer, *header, Token(ec));
-      conn->stream.MarkNewMessage(false);
-      // Interim answers (1xx, RFC 9110 15.2: 103 Early Hints, a 100 Continue nobody asked for)
-      // come before the final one and have no body. Like nginx and Envoy, the gateway does not
-      // relay them but reads past them: the final answer must not be left unread on a
-      // connection that goes back to the pool.
-      while (!ec && header->get().result_int() / 100 == 1 && header->get().result_int() != 101 &&
-             interim < kMaxInterimAnswers) {
-        ++interim;
-        new_header();
-        co_await http::async_read_header(conn->stream, conn->buffer, *header, Token(ec));
-      }
-    }
-    if (!ec) {
-      const unsigned code = header->get().result_int();
-      if (code / 100 != 1) break;
-      // A 101 switches protocols, which the gateway never asks for (Upgrade is stripped), and a
-      // run of 1xx this long is no answer: the connection is in an unknown state, and dropped.
-      if (code == 101) {
-        bad_answer = "switched protocols (101) without being asked to";
-      } else {
-        bad_answer = Cat("sent more than ", std::to_string(kMaxInterimAnswers),
-                         " interim (1xx) answers without a final one");
-      }
-      conn.reset();
-      header.reset();
-      error = UpstreamError::kProtocol;
-      up.Failure(error, g_.clock.MonotonicNow());
-      break;
-    }
-    // A connection that has already answered (with a 1xx) is not stale: the upstream has the
-    // request, and may have acted on it.
-    const bool stale = reused && !retried_stale && interim == 0 && (idempotent || nothing_sent) &&
-                       (ec == http::error::end_of_stream || ec == net::error::connection_reset ||
-                        ec == net::error::broken_pipe || ec == net::error::eof);
-    conn.reset();
-    header.reset();
-    if (stale) {
-      retried_stale = true;
-      same_upstream = true;
-      continue;
-    }
-    error = ec == beast::error::timeout ? UpstreamError::kTimeout
-            : IsParseError(ec)          ? UpstreamError::kProtocol
-                                        : UpstreamError::kReset;
-    up.Failure(error, g_.clock.MonotonicNow());
-    break;
+awaitable<bool> Worker::WriteFilterAnswer(Stream& client, unsigned version, bool keep_alive,
+                                          bool head, const FilterChain& chain, FilterDecision d,
+                                          Exchange& x) {
+  FilterAnswer& a = x.answer;
+  x.status = a.status > 0 ? a.status : 503;
+  if (x.status < 200 || x.status > 599) {
+    // No filter should, but a 1xx or a number outside HTTP's is no answer to send: the client
+    // gets a 500 that names the filter instead.
+    a.message = Cat("filter ", chain.filter(x.decided_by).name(), " answered with status ",
+                    x.status, ", which is not a final HTTP status; this is a bug in the filter");
+    a.code = "internal";
+    x.status = 500;
+    d = FilterDecision::kReject;
   }
-
-  bool ok = true;
-  uint64_t response_bytes = 0;
-  if (!conn) {
-    // No answer from any upstream.
-    x.upstream_end = g_.clock.MonotonicNow();
-    const std::string address =
-        x.upstream == SIZE_MAX ? std::string("(none)") : g_.upstreams[x.upstream]->address();
-    if (error == UpstreamError::kDown) {
-      x.status = 502;
-      Duration wait = Duration::max();
-      const MonoTime now = g_.clock.MonotonicNow();
-      for (size_t u : route.upstreams) {
-        wait = std::min(wait, g_.upstreams[u]->UntilNextProbe(now));
-        Add(g_.upstreams[u]->probes_skipped);
-      }
-      std::string message =
-          Cat("every upstream of route ", rc.name,
-              " is down after repeated failures (health.max_fails); the next try is in ",
-              FormatDuration(static_cast<double>(wait.count())));
-      ok = co_await WriteError(client, client_version, keep_alive, http::status::bad_gateway,
-                               "upstream_unavailable", message);
-    } else if (error == UpstreamError::kTimeout) {
-      x.status = 504;
-      ok = co_await WriteError(
-          client, client_version, keep_alive, http::status::gateway_timeout, "upstream_timeout",
-          Cat("upstream ", address, " did not answer within ",
-              FormatDuration(static_cast<double>(route.request_timeout.count())),
-              " (timeouts.request)"));
-    } else {
-      x.status = 502;
-      const char* what = error == UpstreamError::kConnect ? "could not be connected to"
-                         : error == UpstreamError::kProtocol
-                             ? "sent a malformed response"
-                             : "closed the connection without an answer";
-      // Built outside the co_await (see the GCC 12 note below).
-      std::string message = Cat("upstream ", address, " ");
-      if (bad_answer.empty()) {
-        message += Cat(what, " (", ec.message(), ")");
-      } else {
-        message += bad_answer;
-      }
-      ok = co_await WriteError(client, client_version, keep_alive, http::status::bad_gateway,
-                               "upstream_unavailable", message);
-    }
+  http::response<http::string_body> res{static_cast<http::status>(x.status), version};
+  res.set(http::field::server, "tailguard");
+  if (d == FilterDecision::kReject) {
+    res.set(http::field::content_type, "application/json");
+    res.body() = ErrorJson(a.code.empty() ? std::string_view("rejected") : a.code, a.message);
   } else {
-    g_.upstreams[x.upstream]->Success();
-    auto& h = header->get();
-    x.status = static_cast<int>(h.result_int());
-    x.server_timing = std::string(View(FieldValue(h, "Server-Timing")));
-    // An answer without a body (to HEAD, a 204, a 304: the parser is done with its header) is
-    // relayed as a plain one even when it names an event stream: chunked framing would put a
-    // stray last chunk on the client's connection, ahead of its next answer.
-    const bool streaming =
-        !header->is_done() &&
-        beast::iequals(FieldValue(h, http::field::content_type).substr(0, 17), "text/event-stream");
-    if (!streaming) {
-      http::response_parser<http::string_body> body{std::move(*header)};
-      body.body_limit(kMaxResponseBytes);
-      if (!body.is_done()) ReserveForBody(conn->buffer, body.content_length());
-      // A small answer's body is usually in the buffer with its header: parsed here as
-      // http::async_read would parse it first, without an asynchronous operation.
-      if (!body.is_done() && conn->buffer.size() > 0) {
-        conn->buffer.consume(body.put(conn->buffer.data(), ec));
-        if (ec == http::error::need_more) ec = {};
-      }
-      if (!ec && !body.is_done()) {
-        co_await http::async_read(conn->stream, conn->buffer, body, Token(ec));
-      }
-      x.upstream_end = g_.clock.MonotonicNow();
-      if (ec) {
-        const bool timeout = ec == beast::error::timeout;
-        g_.upstreams[x.upstream]->Failure(timeout ? UpstreamError::kTimeout : UpstreamError::kReset,
-                                          x.upstream_end);
-        x.status = timeout ? 504 : 502;
-        conn.reset();
-        // Built outside the co_await: GCC 12 destroys a temporary of a conditional expression
-        // twice inside one (a double free, found by GatewayTest.AnswersThatEndWithTheConnection).
-        std::string message = Cat("upstream ", g_.upstreams[x.upstream]->address());
-        if (timeout) {
-          message += " did not finish its answer in time (timeouts.request)";
-        } else {
-          message += Cat(" broke off its answer (", ec.message(), ")");
-        }
-        ok =
-            co_await WriteError(client, client_version, keep_alive,
-                                timeout ? http::status::gateway_timeout : http::status::bad_gateway,
-                                timeout ? "upstream_timeout" : "upstream_unavailable", message);
-      } else {
-        // The parser's verdict: the Connection field and the version, and false for an answer
-        // whose body ended with the connection (no length), whose socket is gone.
-        const bool upstream_keep = body.keep_alive();
-        http::response<http::string_body> res = body.release();
-        if (upstream_keep) {
-          Release(x.upstream, std::move(conn));
-        } else {
-          conn.reset();
-        }
-        StripHopByHop(res);
-        res.version(client_version);
-        SetKeepAlive(res, keep_alive);
-        const int code = x.status;
-        if (!head && code >= 200 && code != 204 && code != 304) {
-          SetContentLength(res, res.body().size());
-        }
-        response_bytes = res.body().size();
-        client.expires_after(g_.config().timeouts.request);
-        SerializeHead(res, head_);
-        const size_t sent = TrySend(
-            client, std::array<net::const_buffer, 2>{net::buffer(head_), net::buffer(res.body())},
-            ec);
-        if (!ec && sent < head_.size() + res.body().size()) {
-          // The rest is written across a wait: with this session's own copy of the header.
-          const std::string head = head_;
-          beast::buffers_suffix<std::array<net::const_buffer, 2>> rest(
-              std::array<net::const_buffer, 2>{net::buffer(head), net::buffer(res.body())});
-          rest.consume(sent);
-          co_await net::async_write(client, rest, Token(ec));
-        }
-        ok = !ec;
-      }
+    res.set(http::field::content_type,
+            Bsv(a.content_type.empty() ? std::string_view("application/json") : a.content_type));
+    res.body() = std::move(a.body);
+  }
+  if (a.retry_after_s > 0) res.set(http::field::retry_after, std::to_string(a.retry_after_s));
+  res.keep_alive(keep_alive);
+  // A 204 or a 304 has no body (Beast refuses to frame one).
+  if (x.status == 204 || x.status == 304) res.body().clear();
+  res.prepare_payload();
+  beast::error_code ec;
+  client.expires_after(g_.config().timeouts.request);
+  if (head) {
+    // The answer to a HEAD: the header a GET would get, with its length, and no body.
+    http::response_serializer<http::string_body> sr{res};
+    co_await http::async_write_header(client, sr, Token(ec));
+  } else {
+    co_await http::async_write(client, res, Token(ec));
+  }
+  a.body = std::move(res.body());  // for OnComplete (and the response byte count)
+  co_return !ec;
+}
+
+awaitable<bool> Worker::WriteNoAnswer(Stream& client, unsigned version, bool keep_alive,
+                                      const RouteRuntime& route, const UpstreamExchange& ux,
+                                      Exchange& x) {
+  const RouteConfig& rc = *route.config;
+  if (ux.error == UpstreamError::kDown) {
+    // The health filter let the request on, but another worker took the one probe in between.
+    x.status = 502;
+    route.health->Refuse(x.answer);
+    co_return co_await WriteError(client, version, keep_alive, http::status::bad_gateway,
+                                  "upstream_unavailable", x.answer.message);
+  }
+  const std::string address =
+      ux.upstream == SIZE_MAX ? std::string("(none)") : g_.upstreams[ux.upstream]->address();
+  if (ux.error == UpstreamError::kTimeout) {
+    x.status = 504;
+    co_return co_await WriteError(
+        client, version, keep_alive, http::status::gateway_timeout, "upstream_timeout",
+        Cat("upstream ", address, " did not answer within ",
+            FormatDuration(static_cast<double>(route.request_timeout.count())),
+            " (timeouts.request)"));
+  }
+  x.status = 502;
+  const char* what = ux.error == UpstreamError::kConnect    ? "could not be connected to"
+                     : ux.error == UpstreamError::kProtocol ? "sent a malformed response"
+                                                            : "closed the connection without an answer";
+  // Built outside the co_await (see the GCC 12 note in RelayBody).
+  std::string message = Cat("upstream ", address, " ");
+  if (ux.bad_answer.empty()) {
+    message += Cat(what, " (", ux.ec.message(), ")");
+  } else {
+    message += ux.bad_answer;
+  }
+  (void)rc;
+  co_return co_await WriteError(client, version, keep_alive, http::status::bad_gateway,
+                                "upstream_unavailable", message);
+}
+
+awaitable<bool> Worker::RelayBody(Stream& client, unsigned client_version, bool keep_alive,
+                                  bool head, UpstreamExchange& ux, Exchange& x,
+                                  uint64_t& response_bytes) {
+  std::unique_ptr<UpstreamConn>& conn = ux.conn;
+  beast::error_code ec;
+  http::response_parser<http::string_body> body{std::move(*ux.header)};
+  body.body_limit(kMaxResponseBytes);
+  if (!body.is_done()) ReserveForBody(conn->buffer, body.content_length());
+  // A small answer's body is usually in the buffer with its header: parsed here as
+  // http::async_read would parse it first, without an asynchronous operation.
+  if (!body.is_done() && conn->buffer.size() > 0) {
+    conn->buffer.consume(body.put(conn->buffer.data(), ec));
+    if (ec == http::error::need_more) ec = {};
+  }
+  if (!ec && !body.is_done()) {
+    co_await http::async_read(conn->stream, conn->buffer, body, Token(ec));
+  }
+  x.upstream_end = g_.clock.MonotonicNow();
+  if (ec) {
+    const bool timeout = ec == beast::error::timeout;
+    x.broke = timeout ? UpstreamError::kTimeout : UpstreamError::kReset;
+    x.status = timeout ? 504 : 502;
+    conn.reset();
+    // Built outside the co_await: GCC 12 destroys a temporary of a conditional expression
+    // twice inside one (a double free, found by GatewayTest.AnswersThatEndWithTheConnection).
+    std::string message = Cat("upstream ", g_.upstreams[x.upstream]->address());
+    if (timeout) {
+      message += " did not finish its answer in time (timeouts.request)";
     } else {
-      // Relay the event stream as it arrives, timing every event.
-      http::response_parser<http::buffer_body> stream{std::move(*header)};
-      auto& msg = stream.get();
-      StripHopByHop(msg);
-      msg.version(client_version);
-      // Without a length the body is chunked, which an HTTP/1.0 client cannot read: it gets the
-      // body as it comes, and its end is the end of the connection.
-      const bool unframed = !msg.has_content_length();
-      const bool close_to_end = unframed && client_version < 11;
-      msg.keep_alive(keep_alive && !close_to_end);
-      if (unframed && !close_to_end) msg.chunked(true);
-      http::response_serializer<http::buffer_body> sr{msg};
-      SseScanner scanner;
-      char buf[16 * 1024];
-      bool upstream_ok = true;
-      // The header goes out at once, so the client sees the answer start before the first event.
-      client.expires_after(g_.config().timeouts.request);
-      co_await http::async_write_header(client, sr, Token(ec));
-      if (ec) ok = false;
-      while (ok && !stream.is_done() && !sr.is_done()) {
-        if (!stream.is_done()) {
-          msg.body().data = buf;
-          msg.body().size = sizeof(buf);
-          // Between events the idle timeout applies, not the request's: streams can be long.
-          conn->stream.expires_after(x.events == 0
-                                         ? std::max(Duration(deadline - g_.clock.MonotonicNow()),
-                                                    Duration(std::chrono::milliseconds(1)))
-                                         : Duration(g_.config().timeouts.idle));
-          co_await http::async_read_some(conn->stream, conn->buffer, stream, Token(ec));
-          if (ec == http::error::need_buffer) ec = {};
-          if (ec) {
-            upstream_ok = false;
-            break;
+      message += Cat(" broke off its answer (", ec.message(), ")");
+    }
+    co_return co_await WriteError(
+        client, client_version, keep_alive,
+        timeout ? http::status::gateway_timeout : http::status::bad_gateway,
+        timeout ? "upstream_timeout" : "upstream_unavailable", message);
+  }
+  // The parser's verdict: the Connection field and the version, and false for an answer
+  // whose body ended with the connection (no length), whose socket is gone.
+  const bool upstream_keep = body.keep_alive();
+  x.response = body.release();
+  http::response<http::string_body>& res = x.response;
+  if (upstream_keep) {
+    pool_.Release(x.upstream, std::move(conn));
+  } else {
+    conn.reset();
+  }
+  StripHopByHop(res);
+  res.version(client_version);
+  SetKeepAlive(res, keep_alive);
+  const int code = x.status;
+  if (!head && code >= 200 && code != 204 && code != 304) {
+    SetContentLength(res, res.body().size());
+  }
+  response_bytes = res.body().size();
+  client.expires_after(g_.config().timeouts.request);
+  SerializeHead(res, head_);
+  const size_t sent = TrySend(
+      client, std::array<net::const_buffer, 2>{net::buffer(head_), net::buffer(res.body())}, ec);
+  if (!ec && sent < head_.size() + res.body().size()) {
+    // The rest is written across a wait: with this session's own copy of the header.
+    const std::string head_copy = head_;
+    beast::buffers_suffix<std::array<net::const_buffer, 2>> rest(
+        std::array<net::const_buffer, 2>{net::buffer(head_copy), net::buffer(res.body())});
+    rest.consume(sent);
+    co_await net::async_write(client, rest, Token(ec));
+  }
+  co_return !ec;
+}
+
+awaitable<bool> Worker::RelayEvents(Stream& client, unsigned client_version, bool keep_alive,
+                                    MonoTime deadline, const Labeled& lab, UpstreamExchange& ux,
+                                    Exchange& x, uint64_t& response_bytes) {
+  std::unique_ptr<UpstreamConn>& conn = ux.conn;
+  beast::error_code ec;
+  bool ok = true;
+  // Relay the event stream as it arrives, timing every event.
+  http::response_parser<http::buffer_body> stream{std::move(*ux.header)};
+  auto& msg = stream.get();
+  StripHopByHop(msg);
+  msg.version(client_version);
+  // Without a length the body is chunked, which an HTTP/1.0 client cannot read: it gets the
+  // body as it comes, and its end is the end of the connection.
+  const bool unframed = !msg.has_content_length();
+  const bool close_to_end = unframed && client_version < 11;
+  msg.keep_alive(keep_alive && !close_to_end);
+  if (unframed && !close_to_end) msg.chunked(true);
+  http::response_serializer<http::buffer_body> sr{msg};
+  SseScanner scanner;
+  char buf[16 * 1024];
+  bool upstream_ok = true;
+  // The header goes out at once, so the client sees the answer start before the first event.
+  client.expires_after(g_.config().timeouts.request);
+  co_await http::async_write_header(client, sr, Token(ec));
+  if (ec) ok = false;
+  while (ok && !stream.is_done() && !sr.is_done()) {
+    if (!stream.is_done()) {
+      msg.body().data = buf;
+      msg.body().size = sizeof(buf);
+      // Between events the idle timeout applies, not the request's: streams can be long.
+      conn->stream.expires_after(x.events == 0
+                                     ? std::max(Duration(deadline - g_.clock.MonotonicNow()),
+                                                Duration(std::chrono::milliseconds(1)))
+                                     : Duration(g_.config().timeouts.idle));
+      co_await http::async_read_some(conn->stream, conn->buffer, stream, Token(ec));
+      if (ec == http::error::need_buffer) ec = {};
+      if (ec) {
+        upstream_ok = false;
+        break;
+      }
+      const size_t n = sizeof(buf) - msg.body().size;
+      const size_t events = scanner.Feed(std::string_view(buf, n));
+      if (events > 0) {
+        const MonoTime now = g_.clock.MonotonicNow();
+        for (size_t e = 0; e < events; ++e) {
+          if (x.events++ == 0) {
+            x.record.stage_ns[static_cast<size_t>(Stage::kFirstToken)] =
+                static_cast<uint64_t>((now - x.start).count());
+          } else {
+            const uint64_t gap = static_cast<uint64_t>((now - x.last_token).count());
+            lab.metrics->stage(Stage::kInterToken).Record(gap);
+            uint64_t& longest = x.record.stage_ns[static_cast<size_t>(Stage::kInterToken)];
+            longest = std::max(longest, gap);
           }
-          const size_t n = sizeof(buf) - msg.body().size;
-          const size_t events = scanner.Feed(std::string_view(buf, n));
-          if (events > 0) {
-            const MonoTime now = g_.clock.MonotonicNow();
-            for (size_t e = 0; e < events; ++e) {
-              if (x.events++ == 0) {
-                x.record.stage_ns[static_cast<size_t>(Stage::kFirstToken)] =
-                    static_cast<uint64_t>((now - x.start).count());
-              } else {
-                const uint64_t gap = static_cast<uint64_t>((now - x.last_token).count());
-                lab.metrics->stage(Stage::kInterToken).Record(gap);
-                uint64_t& longest = x.record.stage_ns[static_cast<size_t>(Stage::kInterToken)];
-                longest = std::max(longest, gap);
-              }
-              x.last_token = now;
-            }
-          }
-          response_bytes += n;
-          // A chunk of size zero would end the client's body: wait for data instead.
-          if (n == 0 && !stream.is_done()) continue;
-          msg.body().size = n;
-          // The upstream's last chunk alone ends the body with no data: no buffer, so that the
-          // serializer writes only the last chunk. An empty buffer would be written as a chunk
-          // of size zero (itself a last chunk) followed by a second one.
-          msg.body().data = n == 0 ? nullptr : buf;
-          msg.body().more = !stream.is_done();
-        } else {
-          msg.body().data = nullptr;
-          msg.body().size = 0;
-        }
-        client.expires_after(g_.config().timeouts.idle);
-        co_await http::async_write(client, sr, Token(ec));
-        if (ec == http::error::need_buffer) ec = {};
-        if (ec) {
-          ok = false;
-          break;
+          x.last_token = now;
         }
       }
-      if (ok && upstream_ok && !sr.is_done()) {
-        msg.body().data = nullptr;
-        msg.body().size = 0;
-        msg.body().more = false;
-        co_await http::async_write(client, sr, Token(ec));
-        if (ec == http::error::need_buffer) ec = {};
-        ok = !ec;
-      }
-      x.upstream_end = g_.clock.MonotonicNow();
-      Add(lab.counters->streamed_tokens, x.events);
-      if (!upstream_ok) {
-        // The header is out; all that can be done is to cut the client off.
-        x.failed = true;
-        x.status = 0;
-        ok = false;
-        g_.upstreams[x.upstream]->Failure(
-            ec == beast::error::timeout ? UpstreamError::kTimeout : UpstreamError::kReset,
-            x.upstream_end);
-        conn.reset();
-      } else if (ok && stream.is_done() && stream.keep_alive()) {
-        Release(x.upstream, std::move(conn));
-      }
-      if (close_to_end) ok = false;  // the client's connection ends the body
+      response_bytes += n;
+      // A chunk of size zero would end the client's body: wait for data instead.
+      if (n == 0 && !stream.is_done()) continue;
+      msg.body().size = n;
+      // The upstream's last chunk alone ends the body with no data: no buffer, so that the
+      // serializer writes only the last chunk. An empty buffer would be written as a chunk
+      // of size zero (itself a last chunk) followed by a second one.
+      msg.body().data = n == 0 ? nullptr : buf;
+      msg.body().more = !stream.is_done();
+    } else {
+      msg.body().data = nullptr;
+      msg.body().size = 0;
+    }
+    client.expires_after(g_.config().timeouts.idle);
+    co_await http::async_write(client, sr, Token(ec));
+    if (ec == http::error::need_buffer) ec = {};
+    if (ec) {
+      ok = false;
+      break;
     }
   }
-
-  Add(lab.counters->request_bytes, request_bytes);
-  Add(lab.counters->response_bytes, response_bytes);
-  Add(lab.counters->input_size_sum, input_size);
-  Finish(lab, route_index, x, req, trace, client_span, incoming.has_value(),
-         incoming ? incoming->span_id : std::array<uint8_t, 8>{});
+  if (ok && upstream_ok && !sr.is_done()) {
+    msg.body().data = nullptr;
+    msg.body().size = 0;
+    msg.body().more = false;
+    co_await http::async_write(client, sr, Token(ec));
+    if (ec == http::error::need_buffer) ec = {};
+    ok = !ec;
+  }
+  x.upstream_end = g_.clock.MonotonicNow();
+  Add(lab.counters->streamed_tokens, x.events);
+  if (!upstream_ok) {
+    // The header is out; all that can be done is to cut the client off.
+    x.failed = true;
+    x.status = 0;
+    ok = false;
+    x.broke = ec == beast::error::timeout ? UpstreamError::kTimeout : UpstreamError::kReset;
+    conn.reset();
+  } else if (ok && stream.is_done() && stream.keep_alive()) {
+    pool_.Release(x.upstream, std::move(conn));
+  }
+  if (close_to_end) ok = false;  // the client's connection ends the body
   co_return ok;
 }
 
@@ -1477,10 +1204,38 @@ awaitable<bool> Worker::Local(Stream& client, http::request<http::string_body>& 
   x.start = start;
   const Tracing tracing = StartTrace(req);
   x.record.set_trace(tracing.trace.TraceIdHex());
-  x.upstream_start = g_.clock.MonotonicNow();
   model::ModelBackend& backend = *g_.backend;
   const std::string model_name = k->model;
   const std::string version = k->version;
+  // A name the backend does not serve is recorded as "other": request paths must not be able
+  // to use up the route's label sets.
+  const std::string model_label = !rc.model.empty()            ? rc.model
+                                  : backend.Serves(model_name) ? model_name
+                                                               : std::string("other");
+  const std::string asked_version = !rc.version.empty() ? rc.version
+                                    : !version.empty()  ? version
+                                                        : std::string("default");
+  FilterRequest fr;
+  fr.route = route_index;
+  fr.route_name = rc.name;
+  fr.method = "POST";
+  fr.path = path;
+  fr.model = model_label;
+  fr.version = asked_version;
+  fr.body = req.body();
+  fr.start = start;
+  size_t seen = 0;
+  if (const FilterDecision d = route.filters.Decide(fr, x.answer, &seen, &x.decided_by);
+      d != FilterDecision::kContinue) {
+    const bool ok = co_await WriteFilterAnswer(client, req.version(), keep_alive, /*head=*/false,
+                                               route.filters, d, x);
+    const Labeled lab = LabelsFor(route_index, model_label, asked_version);
+    Add(lab.counters->request_bytes, req.body().size());
+    Add(lab.counters->response_bytes, x.answer.body.size());
+    Finish(lab, route_index, x, req, tracing, fr, seen);
+    co_return ok;
+  }
+  x.upstream_start = g_.clock.MonotonicNow();
   model::InferResult result =
       co_await net::async_initiate<decltype(use_awaitable), void(model::InferResult)>(
           [this, &backend, &model_name, &version, &req,
@@ -1498,11 +1253,7 @@ awaitable<bool> Worker::Local(Stream& client, http::request<http::string_body>& 
   x.status = result.status;
   x.server_timing = result.server_timing;
   x.record.input_size = result.input_size;
-  // A name the backend does not serve is recorded as "other": request paths must not be able
-  // to use up the route's label sets.
-  const std::string model_label = !rc.model.empty()            ? rc.model
-                                  : backend.Serves(model_name) ? model_name
-                                                               : std::string("other");
+  x.answered = true;
   const Labeled lab = LabelsFor(route_index, model_label,
                                 !rc.version.empty()       ? rc.version
                                 : !result.version.empty() ? result.version
@@ -1525,15 +1276,18 @@ awaitable<bool> Worker::Local(Stream& client, http::request<http::string_body>& 
   Add(lab.counters->request_bytes, req.body().size());
   Add(lab.counters->response_bytes, response_bytes);
   Add(lab.counters->input_size_sum, x.record.input_size);
-  Finish(lab, route_index, x, req, tracing.trace, tracing.client_span, tracing.incoming.has_value(),
-         tracing.incoming ? tracing.incoming->span_id : std::array<uint8_t, 8>{});
+  Finish(lab, route_index, x, req, tracing, fr, seen);
   co_return !ec;
 }
 
 void Worker::Finish(Labeled lab, size_t route, Exchange& x,
-                    const http::request<http::string_body>& req, const TraceContext& trace,
-                    const std::array<uint8_t, 8>& client_span, bool has_parent,
-                    const std::array<uint8_t, 8>& parent) {
+                    const http::request<http::string_body>& req, const Tracing& tracing,
+                    const FilterRequest& fr, size_t seen) {
+  const TraceContext& trace = tracing.trace;
+  const std::array<uint8_t, 8>& client_span = tracing.client_span;
+  const bool has_parent = tracing.incoming.has_value();
+  const std::array<uint8_t, 8> parent =
+      tracing.incoming ? tracing.incoming->span_id : std::array<uint8_t, 8>{};
   const MonoTime end = g_.clock.MonotonicNow();
   RequestRecord& r = x.record;
   auto ns = [](Duration d) { return static_cast<uint64_t>(std::max<int64_t>(d.count(), 1)); };
@@ -1576,6 +1330,20 @@ void Worker::Finish(Labeled lab, size_t route, Exchange& x,
 
   lab.counters->CountStatus(x.status);
   if (r.failed) Add(lab.counters->failed);
+  if (seen > 0) {
+    FilterOutcome outcome;
+    outcome.status = x.status;
+    outcome.failed = r.failed;
+    outcome.latency = end - x.start;
+    if (reached) outcome.upstream_latency = x.upstream_end - x.upstream_start;
+    outcome.end = end;
+    outcome.upstream = x.answered ? x.upstream : SIZE_MAX;
+    outcome.broke = x.broke;
+    outcome.decided_by = x.decided_by;
+    outcome.body = x.decided_by != SIZE_MAX ? std::string_view(x.answer.body)
+                                            : std::string_view(x.response.body());
+    g_.routes[route].filters.Complete(fr, outcome, seen);
+  }
   const SampleDecision decision = lab.metrics->RecordRequest(r);
   if (decision != SampleDecision::kKept || g_.otlp == nullptr) return;
 
@@ -1776,6 +1544,34 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Create(GatewayOptions options)
           Cat("routes[", std::to_string(r), "] (", rt.config->name, "): no upstream"));
     }
   }
+  // Each proxied route's filter chain: the passive health check first.
+  for (RouteRuntime& rt : g->routes) {
+    if (rt.config->local_backend) continue;
+    rt.health = std::make_unique<PassiveHealthFilter>(rt.config->name, g->upstreams, rt.upstreams,
+                                                      g->clock);
+    rt.filters.Add(rt.health.get());
+  }
+  for (const RouteFilter& f : g->options.filters) {
+    auto it = std::find_if(g->routes.begin(), g->routes.end(),
+                           [&f](const RouteRuntime& rt) { return rt.config->name == f.route; });
+    if (it == g->routes.end() || f.filter == nullptr) {
+      return absl::InvalidArgumentError(
+          Cat("filter ", f.filter == nullptr ? std::string("(null)") : std::string(f.filter->name()),
+              ": no route is named \"", f.route, "\""));
+    }
+    it->filters.Add(f.filter);
+  }
+  {
+    std::vector<std::pair<std::string, const FilterChain*>> chains;
+    for (const RouteRuntime& rt : g->routes) chains.emplace_back(rt.config->name, &rt.filters);
+    g->filter_metrics = std::make_unique<FilterChainCollector>(std::move(chains));
+  }
+  g->upstream_shared.clock = &g->clock;
+  g->upstream_shared.config = &g->config();
+  g->upstream_shared.counters = &g->counters;
+  g->upstream_shared.upstreams = &g->upstreams;
+  g->upstream_shared.endpoints = &g->upstream_endpoints;
+  g->upstream_shared.draining = &g->draining;
 
   // The listening socket first: its address goes into the links of alert messages.
   g->accept_ioc = std::make_unique<net::io_context>(1);
@@ -1909,6 +1705,7 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Create(GatewayOptions options)
   sources.delivery = g->delivery.get();
   sources.store = g->store.get();
   sources.backend = g->backend.get();
+  sources.collectors.push_back(g->filter_metrics.get());
   sources.api_token = cfg.api_token;
   sources.allowed_hosts = cfg.allowed_hosts;
   if (!cfg.external_url.empty()) {

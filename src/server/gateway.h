@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <memory>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "server/gateway_config.h"
@@ -26,6 +28,13 @@ class ModelBackend;
 namespace tailguard::server {
 
 struct DashboardAsset;
+class RequestFilter;
+
+// A request filter added to a route's chain, after the passive health check (server/filter.h).
+struct RouteFilter {
+  std::string route;               // the route's name
+  RequestFilter* filter = nullptr;  // borrowed, must outlive the gateway
+};
 
 struct GatewayOptions {
   GatewayConfig config;
@@ -41,6 +50,14 @@ struct GatewayOptions {
   // The dashboard served at / and /assets/ (see server/dashboard.h; the tailguard binary passes
   // DashboardAssets()). Empty (the default): those paths go to the routes like any other.
   std::span<const DashboardAsset> dashboard;
+  // What the gateway measures latencies with, and what passive health, the live loop and
+  // delivery read; borrowed, must outlive the gateway. nullptr (the default): Clock::Real().
+  // Sockets still wait in real time, for the durations this clock computes: a test that
+  // advances a FakeClock sees health, probes and timings move, and its connections unchanged.
+  const Clock* clock = nullptr;
+  // Filters added to routes' chains, in the order given (each after the route's own). A route
+  // name that no route has is refused by Create().
+  std::vector<RouteFilter> filters;
 };
 
 // Threads: config.threads workers, each running its own event loop with its own upstream

@@ -61,7 +61,8 @@ inline const char* UpstreamErrorName(UpstreamError e) {
 }
 
 // One upstream server (host:port) with its passive health, shared by every route and worker
-// that sends to it. Passive health as nginx's max_fails / fail_timeout: after `max_fails`
+// that sends to it. The health filter (server/health_filter.h) counts failures and successes;
+// the upstream pool reads Available() and TryProbe(). Passive health as nginx's max_fails / fail_timeout: after `max_fails`
 // consecutive failures the upstream is skipped for `fail_timeout`, then tried again.
 struct UpstreamState {
   UpstreamState(std::string host_, uint16_t port_, int max_fails_, Duration fail_timeout_)
@@ -105,15 +106,28 @@ struct UpstreamState {
     return next_probe_ns.compare_exchange_strong(next, t + interval.count(),
                                                  std::memory_order_relaxed);
   }
+  // Whether TryProbe() would let a request through now, without taking the probe: the health
+  // filter's look before a request goes on (the pool takes the probe).
+  bool ProbeDue(MonoTime now) const {
+    return now.time_since_epoch().count() >= next_probe_ns.load(std::memory_order_relaxed);
+  }
   // When the next probe may go, for the message of a request refused without one.
   Duration UntilNextProbe(MonoTime now) const {
     return std::max(Duration::zero(), Duration(next_probe_ns.load(std::memory_order_relaxed) -
                                                now.time_since_epoch().count()));
   }
+  // Called for every answer: it writes only what is not already clear, so that the answers of
+  // a healthy upstream leave its cache line shared between the workers.
   void Success() {
-    consecutive_fails.store(0, std::memory_order_relaxed);
-    down_until_ns.store(0, std::memory_order_relaxed);
-    next_probe_ns.store(0, std::memory_order_relaxed);
+    if (consecutive_fails.load(std::memory_order_relaxed) != 0) {
+      consecutive_fails.store(0, std::memory_order_relaxed);
+    }
+    if (down_until_ns.load(std::memory_order_relaxed) != 0) {
+      down_until_ns.store(0, std::memory_order_relaxed);
+    }
+    if (next_probe_ns.load(std::memory_order_relaxed) != 0) {
+      next_probe_ns.store(0, std::memory_order_relaxed);
+    }
   }
   void Failure(UpstreamError e, MonoTime now) {
     Add(errors[static_cast<size_t>(e)]);

@@ -234,6 +234,8 @@ class GatewayTest : public ::testing::Test {
     options.run_loop = false;
     options.feature_store = features_;
     options.dashboard = dashboard_;
+    options.clock = clock_;
+    options.filters = filters_;
     if (rules_.has_value()) {
       options.rules = *rules_;
     } else {
@@ -280,6 +282,8 @@ class GatewayTest : public ::testing::Test {
   store::FeatureStore* features_ = nullptr;
   std::optional<AlertConfig> rules_;  // the rules Start() gives the gateway; one default rule if unset
   std::span<const DashboardAsset> dashboard_;
+  const Clock* clock_ = nullptr;     // the gateway's clock; the real one if unset
+  std::vector<RouteFilter> filters_;  // filters Start() adds to routes
   std::unique_ptr<Gateway> gateway_;
   int port_ = 0;
 };

@@ -25,7 +25,9 @@
 #include "gtest/gtest.h"
 #include "integration/test_upstream_process.h"
 #include "nlohmann/json.hpp"
+#include "common/mutex.h"
 #include "server/dashboard.h"
+#include "server/filter.h"
 #include "server/gateway_config.h"
 #include "server/gateway_fixture.h"
 #include "server/protocol.h"
@@ -482,6 +484,180 @@ TEST_F(GatewayTest, PassiveHealthSkipsADeadUpstream) {
   const std::string metrics = Fetch(port_, "/metrics").body;
   EXPECT_THAT(metrics,
               testing::ContainsRegex("tailguard_upstream_up\\{upstream=\"127.0.0.1:[0-9]+\"\\} 0"));
+}
+
+// A filter on the data path: it refuses /shed, answers /cached itself, lets the rest on, and
+// keeps how each request ended.
+class TestFilter final : public RequestFilter {
+ public:
+  struct Seen {
+    std::string path;
+    int status = 0;
+    size_t decided_by = SIZE_MAX;
+    std::string body;
+    Duration latency{};
+    size_t answers = 0;  // OnAnswer calls before the outcome
+  };
+  std::string_view name() const override { return "test"; }
+  FilterDecision OnRequest(const FilterRequest& r, FilterAnswer& answer) override {
+    if (r.path.starts_with("/shed")) {
+      answer.status = 429;
+      answer.code = "shed";
+      answer.message = "route plain is shedding load; retry after 2 s";
+      answer.retry_after_s = 2;
+      return FilterDecision::kReject;
+    }
+    if (r.path.starts_with("/cached")) {
+      answer.status = 200;
+      answer.content_type = "text/plain";
+      answer.body = "cached " + std::string(r.model);
+      return FilterDecision::kRespond;
+    }
+    return FilterDecision::kContinue;
+  }
+  void OnAnswer(const FilterRequest&, const UpstreamResult&) override {
+    MutexLock lock(&mu_);
+    ++answers_;
+  }
+  void OnComplete(const FilterRequest& r, const FilterOutcome& o) override {
+    MutexLock lock(&mu_);
+    seen_.push_back({std::string(r.path), o.status, o.decided_by, std::string(o.body), o.latency,
+                     answers_});
+    answers_ = 0;
+  }
+  std::vector<Seen> seen() const {
+    MutexLock lock(&mu_);
+    return seen_;
+  }
+
+ private:
+  mutable Mutex mu_;
+  std::vector<Seen> seen_ ABSL_GUARDED_BY(mu_);
+  size_t answers_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// The value of the first sample of `family` whose labels contain `labels`, or -1.
+double SampleValue(const std::string& page, const std::string& family, const std::string& labels) {
+  for (size_t at = page.find(family + "{"); at != std::string::npos;
+       at = page.find(family + "{", at + 1)) {
+    const size_t end = page.find('}', at);
+    if (page.substr(at, end - at).find(labels) == std::string::npos) continue;
+    return std::stod(page.substr(end + 2));
+  }
+  return -1;
+}
+
+TEST_F(GatewayTest, RouteFiltersAnswerRefuseOrLetOn) {
+  TestFilter filter;
+  filters_ = {{"plain", &filter}};
+  Start(kPlainRoute);
+  const Reply shed = Fetch(port_, "/shed");
+  EXPECT_EQ(shed.status, 429);
+  EXPECT_THAT(shed.body, HasSubstr("\"shed\""));
+  EXPECT_THAT(shed.body, HasSubstr("shedding load"));
+  EXPECT_THAT(shed.headers, HasSubstr("Retry-After: 2"));
+  const Reply cached = Fetch(port_, "/cached");
+  EXPECT_EQ(cached.status, 200);
+  EXPECT_EQ(cached.body, "cached plain");
+  EXPECT_THAT(cached.headers, HasSubstr("Content-Type: text/plain"));
+  // A HEAD gets the header a GET would, and no body.
+  const std::string head =
+      Raw(port_, "HEAD /cached HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+  EXPECT_THAT(head, testing::StartsWith("HTTP/1.1 200 "));
+  EXPECT_THAT(head, HasSubstr("Content-Length: 12\r\n"));
+  EXPECT_TRUE(head.ends_with("\r\n\r\n")) << head;
+  const Reply on = Fetch(port_, "/on");
+  EXPECT_EQ(on.status, 200);
+  EXPECT_EQ(json::parse(on.body)["path"], "/on");
+  Tick();
+
+  std::vector<TestFilter::Seen> seen = filter.seen();
+  ASSERT_EQ(seen.size(), 4u);
+  seen.erase(seen.begin() + 2);  // the HEAD
+  EXPECT_EQ(seen[0].path, "/shed");
+  EXPECT_EQ(seen[0].status, 429);
+  EXPECT_EQ(seen[0].decided_by, 1u) << "after the health filter";
+  EXPECT_EQ(seen[0].answers, 0u) << "nothing was forwarded";
+  EXPECT_EQ(seen[1].status, 200);
+  EXPECT_EQ(seen[1].decided_by, 1u);
+  EXPECT_EQ(seen[1].body, "cached plain");
+  EXPECT_EQ(seen[2].path, "/on");
+  EXPECT_EQ(seen[2].status, 200);
+  EXPECT_EQ(seen[2].decided_by, SIZE_MAX);
+  EXPECT_EQ(seen[2].answers, 1u);
+  EXPECT_EQ(seen[2].body, on.body) << "the body as the client got it";
+  EXPECT_GT(seen[2].latency, Duration::zero());
+
+  const std::string page = Fetch(port_, "/metrics").body;
+  EXPECT_EQ(SampleValue(page, "tailguard_upstream_requests_total", "127.0.0.1"), 1)
+      << "only /on reached the upstream";
+  EXPECT_EQ(SampleValue(page, "tailguard_filter_decisions_total",
+                        "route=\"plain\",filter=\"test\",decision=\"reject\""),
+            1);
+  EXPECT_EQ(SampleValue(page, "tailguard_filter_decisions_total",
+                        "route=\"plain\",filter=\"test\",decision=\"respond\""),
+            2);
+  EXPECT_EQ(SampleValue(page, "tailguard_filter_decisions_total",
+                        "route=\"plain\",filter=\"health\",decision=\"reject\""),
+            0);
+  // Answered by a filter or not, every request is measured under its route.
+  EXPECT_EQ(SampleValue(page, "tailguard_requests_total", "code=\"429\""), 1);
+  EXPECT_EQ(SampleValue(page, "tailguard_requests_total", "code=\"200\""), 3);
+}
+
+TEST_F(GatewayTest, AFilterForARouteThatIsNotThereIsRefused) {
+  TestFilter filter;
+  GatewayOptions options;
+  absl::StatusOr<GatewayConfig> config = ParseGatewayConfig(
+      "listen: 127.0.0.1:0\nstore: {path: \"\"}\nroutes:\n" +
+          std::string("  - name: plain\n    prefix: /\n    upstream: 127.0.0.1:1\n"),
+      "test.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  options.config = *config;
+  options.log = nullptr;
+  options.run_loop = false;
+  options.filters = {{"nope", &filter}};
+  absl::StatusOr<std::unique_ptr<Gateway>> g = Gateway::Create(std::move(options));
+  ASSERT_FALSE(g.ok());
+  EXPECT_THAT(g.status().message(), HasSubstr("filter test: no route is named \"nope\""));
+}
+
+// The passive health check runs on the gateway's clock: with a fake one, probes go exactly
+// when the clock says, however long the machine takes.
+TEST_F(GatewayTest, PassiveHealthRunsOnTheInjectedClock) {
+  FakeClock clock;
+  clock_ = &clock;
+  Start("  - name: dead\n    prefix: /\n    upstream: 127.0.0.1:" + std::to_string(DeadPort()) +
+            "\n",
+        "health:\n  max_fails: 1\n  fail_timeout: 10s\n");
+  const auto connects = [this] {
+    return SampleValue(Fetch(port_, "/metrics").body, "tailguard_upstream_errors_total",
+                       "kind=\"connect\"");
+  };
+  // The first request fails and takes the upstream out; the next is the first probe.
+  EXPECT_THAT(Fetch(port_, "/a").body, HasSubstr("could not be connected to"));
+  EXPECT_THAT(Fetch(port_, "/b").body, HasSubstr("could not be connected to"));
+  EXPECT_EQ(connects(), 2);
+  // Until the probe interval (100 ms on this clock) has passed, no connect is tried.
+  for (int i = 0; i < 5; ++i) {
+    const Reply r = Fetch(port_, "/c");
+    EXPECT_EQ(r.status, 502);
+    EXPECT_THAT(r.body, HasSubstr("is down after repeated failures"));
+    EXPECT_THAT(r.body, HasSubstr("the next try is in 100ms"));
+  }
+  EXPECT_EQ(connects(), 2);
+  clock.Advance(std::chrono::milliseconds(99));
+  EXPECT_THAT(Fetch(port_, "/d").body, HasSubstr("the next try is in 1.00ms"));
+  clock.Advance(std::chrono::milliseconds(1));
+  EXPECT_THAT(Fetch(port_, "/e").body, HasSubstr("could not be connected to"));
+  EXPECT_EQ(connects(), 3);
+  // A failed probe doubles the interval.
+  EXPECT_THAT(Fetch(port_, "/f").body, HasSubstr("the next try is in 200ms"));
+  const std::string page = Fetch(port_, "/metrics").body;
+  EXPECT_EQ(SampleValue(page, "tailguard_upstream_skipped_total", "127.0.0.1"), 7);
+  EXPECT_EQ(SampleValue(page, "tailguard_filter_decisions_total",
+                        "route=\"dead\",filter=\"health\",decision=\"reject\""),
+            7);
 }
 
 TEST_F(GatewayTest, MetricsNegotiatesOpenMetrics) {
