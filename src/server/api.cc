@@ -420,7 +420,7 @@ ApiResponse Api::Models(std::string_view method, std::string_view path, std::str
 
 ApiResponse Api::Ready() const {
   json upstreams = json::array();
-  const MonoTime now = std::chrono::steady_clock::now();
+  const MonoTime now = (s_.clock != nullptr ? *s_.clock : Clock::Real()).MonotonicNow();
   for (const UpstreamState* u : s_.upstreams) {
     const bool ok = u->Available(now);
     upstreams.push_back({{"upstream", u->address()}, {"up", ok}});
@@ -1245,7 +1245,7 @@ Api::Api(ApiSources sources) : s_(std::move(sources)) {
   if (s_.counters != nullptr && s_.registry != nullptr) {
     add(std::make_unique<GatewayCollector>(*s_.counters, *s_.registry));
   }
-  add(std::make_unique<UpstreamCollector>(s_.upstreams));
+  if (s_.counters != nullptr) add(std::make_unique<UpstreamCollector>(s_.upstreams));
   if (s_.otlp != nullptr) add(std::make_unique<OtlpCollector>(*s_.otlp));
   if (s_.journal != nullptr) add(std::make_unique<JournalCollector>(*s_.journal));
   if (s_.loop != nullptr && s_.loop->options().history != nullptr) {

@@ -86,6 +86,8 @@ struct ApiSources {
   // More subsystems' metrics for /metrics, after the gateway's own and before the process
   // metrics, in this order (a mitigation, a signal collector). Borrowed: must outlive the Api.
   std::vector<const metrics::Collector*> collectors;
+  // What /readyz reads upstream health at; nullptr: Clock::Real().
+  const Clock* clock = nullptr;
 };
 
 class Api {

@@ -24,14 +24,12 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
-#include "alert/notify/delivery.h"
-#include "alert/notify/http_sender.h"
-#include "alert/notify/journal.h"
 #include "common/format.h"
 #include "common/mutex.h"
 #include "common/strings.h"
 #include "model/backend.h"
 #include "server/api.h"
+#include "server/control_plane.h"
 #include "server/dashboard.h"
 #include "server/filter.h"
 #include "server/health_filter.h"
@@ -41,8 +39,6 @@
 #include "server/stream.h"
 #include "server/upstream_pool.h"
 #include "store/feature_store.h"
-#include "store/history_store.h"
-#include "store/store_lock.h"
 
 namespace tailguard::server {
 namespace {
@@ -107,19 +103,11 @@ struct Gateway::Impl {
   UpstreamShared upstream_shared;                 // what the workers' pools read of the above
   std::unique_ptr<FilterChainCollector> filter_metrics;  // the routes' filter decisions
   std::vector<RouteRuntime> routes;               // parallel to config().routes
-  // Held while the gateway runs: no second gateway on the same store (store/store_lock.h).
-  std::unique_ptr<store::StoreLock> store_lock;
-  // The alert pipeline's persistence and delivery; null without store.path. Declared before
-  // the loop, so the loop (which uses the journal) goes first.
-  std::unique_ptr<store::EventStore> store;
-  // The per-minute series history in the same file; null without store.path.
-  std::unique_ptr<store::HistoryStore> history;
-  std::unique_ptr<notify::HttpSender> sender;
-  std::unique_ptr<notify::DeliveryWorker> delivery;
-  std::unique_ptr<notify::AlertJournal> journal;
-  std::unique_ptr<LiveLoop> loop;
-  std::unique_ptr<OtlpExporter> otlp;
-  std::unique_ptr<Api> api;
+  // Analysis, store, history, journal, delivery, OTLP and the API (server/control_plane.h).
+  // Before the workers, which record into the registry it reads and export spans through it,
+  // and are destroyed first.
+  std::unique_ptr<ControlPlane> control_plane;
+  OtlpExporter* otlp = nullptr;  // control_plane->otlp(), read by the workers
   // The built-in model backend and its feature store; null without models. Stopped in
   // Shutdown() before the workers, whose event loops its answers are posted to.
   std::unique_ptr<store::FeatureStore> owned_features;
@@ -700,7 +688,7 @@ awaitable<bool> Worker::Admin(Stream& client, http::request<http::string_body>& 
                            View(req[http::field::origin]),
                            View(req[http::field::host])};
   // Rendered on the control thread: a slow page never holds up this worker's requests.
-  const Api& api = *g_.api;
+  const Api& api = g_.control_plane->api();
   ApiResponse r = co_await net::co_spawn(
       g_.control.get_executor(),
       [&api, &request]() -> net::awaitable<ApiResponse> {
@@ -1597,69 +1585,6 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Create(GatewayOptions options)
   const tcp::endpoint local = g->acceptor->local_endpoint(ec);
   g->bound = HostPort{cfg.listen.host, local.port()};
 
-  LiveLoopOptions loop_options;
-  loop_options.tick = cfg.tick;
-  loop_options.log = g->options.log;
-  if (!cfg.store.path.empty()) {
-    // One gateway per store: a second one would deliver every notification twice.
-    absl::StatusOr<std::unique_ptr<store::StoreLock>> lock =
-        store::StoreLock::Acquire(cfg.store.path);
-    if (!lock.ok()) return lock.status();
-    g->store_lock = std::move(*lock);
-    absl::StatusOr<std::unique_ptr<store::EventStore>> store =
-        store::EventStore::Open(cfg.store.path);
-    if (!store.ok()) {
-      return absl::UnavailableError(Cat("store.path: ", store.status().message()));
-    }
-    g->store = std::move(*store);
-    notify::JournalOptions journal;
-    journal.context.external_url =
-        cfg.external_url.empty() ? Cat("http://", g->bound.ToString()) : cfg.external_url;
-    char host[256] = {};
-    if (gethostname(host, sizeof(host) - 1) == 0) journal.context.instance = host;
-    journal.context.time_zone = g->options.rules.time_zone;
-    journal.archive_after = cfg.store.archive_after;
-    journal.log = g->options.log;
-    Impl* impl = g.get();
-    journal.on_enqueued = [impl] {
-      if (impl->delivery != nullptr) impl->delivery->Wake();
-    };
-    absl::StatusOr<std::unique_ptr<notify::AlertJournal>> j =
-        notify::AlertJournal::Create(g->options.rules, *g->store, std::move(journal));
-    if (!j.ok()) return j.status();
-    g->journal = std::move(*j);
-    g->sender = notify::NewCurlSender();
-    notify::DeliveryOptions delivery;
-    delivery.initial_backoff = cfg.delivery.initial_backoff;
-    delivery.max_backoff = cfg.delivery.max_backoff;
-    delivery.give_up_after = cfg.delivery.give_up_after;
-    delivery.log = g->options.log;
-    g->delivery = std::make_unique<notify::DeliveryWorker>(g->options.rules, *g->store, *g->sender,
-                                                           g->clock, delivery);
-    loop_options.journal = g->journal.get();
-    absl::StatusOr<std::unique_ptr<store::HistoryStore>> history =
-        store::HistoryStore::Open(cfg.store.path);
-    if (!history.ok()) {
-      return absl::UnavailableError(Cat("store.path: ", history.status().message()));
-    }
-    g->history = std::move(*history);
-    loop_options.history = g->history.get();
-    loop_options.history_retention = cfg.store.history_retention;
-  }
-  absl::StatusOr<std::unique_ptr<LiveLoop>> loop =
-      LiveLoop::Create(g->registry, g->options.rules, loop_options, &g->route_counters);
-  if (!loop.ok()) return loop.status();
-  g->loop = std::move(*loop);
-
-  if (!cfg.tracing.endpoint.empty()) {
-    absl::StatusOr<std::unique_ptr<OtlpExporter>> otlp = OtlpExporter::Create(cfg.tracing);
-    if (!otlp.ok()) {
-      return absl::InvalidArgumentError(
-          Cat("tracing.otlp_endpoint: ", std::string(otlp.status().message())));
-    }
-    g->otlp = std::move(*otlp);
-  }
-
   if (!cfg.models.empty()) {
     store::FeatureStore* features = g->options.feature_store;
     if (features == nullptr) {
@@ -1694,34 +1619,25 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Create(GatewayOptions options)
     g->backend = *std::move(b);
   }
 
-  ApiSources sources;
-  sources.registry = &g->registry;
-  sources.loop = g->loop.get();
-  sources.counters = &g->counters;
-  sources.routes = &g->route_counters;
-  for (const auto& u : g->upstreams) sources.upstreams.push_back(u.get());
-  sources.otlp = g->otlp.get();
-  sources.journal = g->journal.get();
-  sources.delivery = g->delivery.get();
-  sources.store = g->store.get();
-  sources.backend = g->backend.get();
-  sources.collectors.push_back(g->filter_metrics.get());
-  sources.api_token = cfg.api_token;
-  sources.allowed_hosts = cfg.allowed_hosts;
-  if (!cfg.external_url.empty()) {
-    std::string_view authority = cfg.external_url;
-    authority.remove_prefix(authority.find("://") + 3);
-    authority = authority.substr(0, authority.find('/'));
-    sources.allowed_hosts.push_back(HostOfHeader(authority));
-  }
-  if (char name[256] = {}; gethostname(name, sizeof(name) - 1) == 0 && name[0] != '\0') {
-    sources.allowed_hosts.push_back(HostOfHeader(name));
-  }
-  sources.started_at = g->registry.Now();
-  if (g->history != nullptr) sources.history_retention = cfg.store.history_retention;
+  ControlPlaneOptions control;
+  control.config = cfg;
+  control.rules = g->options.rules;
+  control.registry = &g->registry;
+  control.routes = &g->route_counters;
+  control.clock = &g->clock;
+  control.log = g->options.log;
+  control.address = g->bound.ToString();
+  control.api.counters = &g->counters;
+  for (const auto& u : g->upstreams) control.api.upstreams.push_back(u.get());
+  control.api.backend = g->backend.get();
+  control.api.collectors.push_back(g->filter_metrics.get());
+  control.api.clock = &g->clock;
   Impl* raw = g.get();
-  sources.ready = [raw] { return raw->started.load() && !raw->draining.load(); };
-  g->api = std::make_unique<Api>(std::move(sources));
+  control.api.ready = [raw] { return raw->started.load() && !raw->draining.load(); };
+  absl::StatusOr<std::unique_ptr<ControlPlane>> plane = ControlPlane::Create(std::move(control));
+  if (!plane.ok()) return plane.status();
+  g->control_plane = std::move(*plane);
+  g->otlp = g->control_plane->otlp();
 
   // Workers and the listening socket.
   const int threads = cfg.threads > 0
@@ -1735,7 +1651,7 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Create(GatewayOptions options)
 
 HostPort Gateway::endpoint() const { return impl_->bound; }
 Registry& Gateway::registry() { return impl_->registry; }
-LiveLoop& Gateway::loop() { return *impl_->loop; }
+LiveLoop& Gateway::loop() { return impl_->control_plane->loop(); }
 const GatewayCounters& Gateway::counters() const { return impl_->counters; }
 model::ModelBackend* Gateway::backend() { return impl_->backend.get(); }
 
@@ -1751,8 +1667,7 @@ void Gateway::Start() {
     g.Accept();
     g.accept_ioc->run();
   });
-  if (g.options.run_loop) g.loop->Start();
-  if (g.delivery != nullptr) g.delivery->Start();
+  g.control_plane->Start(g.options.run_loop);
   g.Log(Cat("listening on ", g.bound.ToString(), " with ", std::to_string(g.workers.size()),
             " worker thread(s), ", std::to_string(g.config().routes.size()), " route(s)"));
   if (!g.options.dashboard.empty()) g.Log(Cat("dashboard: http://", g.bound.ToString(), "/"));
@@ -1784,10 +1699,7 @@ void Gateway::Shutdown() {
     for (auto& w : g.workers) w->Stop();
     for (auto& t : g.threads) t.join();
     g.threads.clear();
-    g.loop->Stop();
-    // After the loop's last tick: what it enqueued is in the store; an attempt in flight is
-    // cut short and stays pending for the next start.
-    if (g.delivery != nullptr) g.delivery->Stop();
+    g.control_plane->Stop();
     g.Log(left > 0 ? Cat("shut down; ", std::to_string(left),
                          " connection(s) cut off after timeouts.shutdown")
                    : std::string("shut down cleanly"));
@@ -1806,11 +1718,9 @@ void Gateway::Shutdown() {
   }
   g.control.join();
   // Spans still queued get what is left of the time (at least a second to flush).
-  if (g.otlp) {
-    g.otlp->Shutdown(
-        std::max(std::chrono::duration_cast<Duration>(deadline - std::chrono::steady_clock::now()),
-                 Duration(std::chrono::seconds(1))));
-  }
+  g.control_plane->ShutdownTracing(
+      std::max(std::chrono::duration_cast<Duration>(deadline - std::chrono::steady_clock::now()),
+               Duration(std::chrono::seconds(1))));
 }
 
 }  // namespace tailguard::server

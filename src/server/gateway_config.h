@@ -83,8 +83,59 @@ struct RouteConfig {
 // their names and defaults. The retry settings are not configurable and keep their defaults.
 using TracingConfig = OtlpOptions;
 
+// What the control plane (server/control_plane.h) is built from: the analysis loop's period
+// and rules, the API's token and names, tracing, the store and delivery. The gateway's
+// configuration has all of it (GatewayConfig derives from it); a control plane without a
+// gateway (`tailguard watch`, an embedding server) is configured with this alone.
+struct ControlPlaneConfig {
+  // Period of the analysis loop. 100 ms to 1 min; default 1 s.
+  Duration tick = std::chrono::seconds(1);
+  // The alert rule file (docs/alerting.md). LoadGatewayConfig() resolves a relative path
+  // against the configuration file's directory. Default: empty, the built-in default rules.
+  std::string rules_file;
+  // Bearer token that mutating API calls must present. From `api_token`, or read from
+  // `api_token_file` by LoadGatewayConfig() with its trailing newline stripped. Never log it.
+  std::string api_token;
+  // `api_token_file` as written (ParseGatewayConfig) or resolved (LoadGatewayConfig); empty
+  // when the file has none. ParseGatewayConfig() does not read it.
+  std::string api_token_file;
+  TracingConfig tracing;
+
+  // The SQLite event store (docs/store.md): alert transitions, notifications and their delivery
+  // outbox, silences, acknowledgements and the alert engine's state, so a restart neither
+  // re-fires nor forgets an alert and resumes pending deliveries.
+  struct Store {
+    // The database file. LoadGatewayConfig() resolves a relative path against the configuration
+    // file's directory. "" keeps alerts in memory only: nothing survives a restart and nothing is
+    // delivered to receivers. Default "tailguard.db".
+    std::string path = "tailguard.db";
+    // Ended alerts are archived this long after they ended; 0 never. Default 7 days.
+    Duration archive_after = std::chrono::hours(24 * 7);
+    // How long the per-minute series history (points and heatmap rows) is kept; older minutes
+    // are pruned about once an hour. 1h to kMaxHistoryRetention; default 35 days.
+    Duration history_retention = std::chrono::hours(24 * 35);
+  } store;
+
+  // How notifications are delivered (docs/notifications.md). All positive.
+  struct Delivery {
+    Duration initial_backoff = std::chrono::seconds(1);  // the first retry's wait
+    Duration max_backoff = std::chrono::minutes(5);      // waits double up to this
+    Duration give_up_after = std::chrono::hours(24);     // then a message is marked failed
+  } delivery;
+
+  // The gateway's address as people reach it, for the links in alert messages, e.g.
+  // "https://tailguard.example.com". Default: http://<listen>.
+  std::string external_url;
+
+  // Host names the API (/api/...) answers to, besides IP addresses, "localhost", this
+  // machine's host name and external_url's host: what a browser's Host header may say. A web
+  // page on another name (DNS rebinding) is refused. Requests with the API token are let through
+  // whatever their Host. Default: none. Names only ("tailguard.internal"), without a port.
+  std::vector<std::string> allowed_hosts;
+};
+
 // The whole file. Every field has the documented default when the file leaves it out.
-struct GatewayConfig {
+struct GatewayConfig : ControlPlaneConfig {
   // Where the gateway listens. Port 0 picks a free port. Default 127.0.0.1:8080 (this machine
   // only; "0.0.0.0:8080" listens on every interface).
   HostPort listen{"127.0.0.1", 8080};
@@ -127,54 +178,9 @@ struct GatewayConfig {
     Duration fail_timeout = std::chrono::seconds(10);  // positive
   } health;
 
-  // Period of the analysis loop. 100 ms to 1 min; default 1 s.
-  Duration tick = std::chrono::seconds(1);
-  // The alert rule file (docs/alerting.md). LoadGatewayConfig() resolves a relative path
-  // against the configuration file's directory. Default: empty, the built-in default rules.
-  std::string rules_file;
-  // Bearer token that mutating API calls must present. From `api_token`, or read from
-  // `api_token_file` by LoadGatewayConfig() with its trailing newline stripped. Never log it.
-  std::string api_token;
-  // `api_token_file` as written (ParseGatewayConfig) or resolved (LoadGatewayConfig); empty
-  // when the file has none. ParseGatewayConfig() does not read it.
-  std::string api_token_file;
-  TracingConfig tracing;
-
-  // The SQLite event store (docs/store.md): alert transitions, notifications and their delivery
-  // outbox, silences, acknowledgements and the alert engine's state, so a restart neither
-  // re-fires nor forgets an alert and resumes pending deliveries.
-  struct Store {
-    // The database file. LoadGatewayConfig() resolves a relative path against the configuration
-    // file's directory. "" keeps alerts in memory only: nothing survives a restart and nothing is
-    // delivered to receivers. Default "tailguard.db".
-    std::string path = "tailguard.db";
-    // Ended alerts are archived this long after they ended; 0 never. Default 7 days.
-    Duration archive_after = std::chrono::hours(24 * 7);
-    // How long the per-minute series history (points and heatmap rows) is kept; older minutes
-    // are pruned about once an hour. 1h to kMaxHistoryRetention; default 35 days.
-    Duration history_retention = std::chrono::hours(24 * 35);
-  } store;
-
-  // How notifications are delivered (docs/notifications.md). All positive.
-  struct Delivery {
-    Duration initial_backoff = std::chrono::seconds(1);  // the first retry's wait
-    Duration max_backoff = std::chrono::minutes(5);      // waits double up to this
-    Duration give_up_after = std::chrono::hours(24);     // then a message is marked failed
-  } delivery;
-
   // Serve the dashboard at / and /assets/ (before the routes). false gives those paths to the
   // routes, for a catch-all route in front of an application that uses them. Default true.
   bool dashboard = true;
-
-  // The gateway's address as people reach it, for the links in alert messages, e.g.
-  // "https://tailguard.example.com". Default: http://<listen>.
-  std::string external_url;
-
-  // Host names the API (/api/...) answers to, besides IP addresses, "localhost", this
-  // machine's host name and external_url's host: what a browser's Host header may say. A web
-  // page on another name (DNS rebinding) is refused. Requests with the API token are let through
-  // whatever their Host. Default: none. Names only ("tailguard.internal"), without a port.
-  std::vector<std::string> allowed_hosts;
 
   // At least one, at most kMaxRoutes.
   std::vector<RouteConfig> routes;

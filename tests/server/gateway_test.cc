@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <future>
+#include <map>
 #include <span>
 #include <string>
 #include <thread>
@@ -26,6 +27,7 @@
 #include "integration/test_upstream_process.h"
 #include "nlohmann/json.hpp"
 #include "common/mutex.h"
+#include "common/strings.h"
 #include "server/dashboard.h"
 #include "server/filter.h"
 #include "server/gateway_config.h"
@@ -515,25 +517,26 @@ class TestFilter final : public RequestFilter {
     }
     return FilterDecision::kContinue;
   }
-  void OnAnswer(const FilterRequest&, const UpstreamResult&) override {
+  void OnAnswer(const FilterRequest& r, const UpstreamResult&) override {
     MutexLock lock(&mu_);
-    ++answers_;
+    ++answers_[Key(r)];
   }
   void OnComplete(const FilterRequest& r, const FilterOutcome& o) override {
     MutexLock lock(&mu_);
-    seen_.push_back({std::string(r.path), o.status, o.decided_by, std::string(o.body), o.latency,
-                     answers_});
-    answers_ = 0;
+    seen_[Key(r)] = {std::string(r.path), o.status,   o.decided_by,
+                     std::string(o.body), o.latency, answers_[Key(r)]};
   }
-  std::vector<Seen> seen() const {
+  // By "METHOD path": requests on different connections may finish in any order.
+  std::map<std::string, Seen> seen() const {
     MutexLock lock(&mu_);
     return seen_;
   }
 
  private:
+  static std::string Key(const FilterRequest& r) { return Cat(r.method, " ", r.path); }
   mutable Mutex mu_;
-  std::vector<Seen> seen_ ABSL_GUARDED_BY(mu_);
-  size_t answers_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, Seen> seen_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, size_t> answers_ ABSL_GUARDED_BY(mu_);
 };
 
 // The value of the first sample of `family` whose labels contain `labels`, or -1.
@@ -571,22 +574,20 @@ TEST_F(GatewayTest, RouteFiltersAnswerRefuseOrLetOn) {
   EXPECT_EQ(json::parse(on.body)["path"], "/on");
   Tick();
 
-  std::vector<TestFilter::Seen> seen = filter.seen();
+  std::map<std::string, TestFilter::Seen> seen = filter.seen();
   ASSERT_EQ(seen.size(), 4u);
-  seen.erase(seen.begin() + 2);  // the HEAD
-  EXPECT_EQ(seen[0].path, "/shed");
-  EXPECT_EQ(seen[0].status, 429);
-  EXPECT_EQ(seen[0].decided_by, 1u) << "after the health filter";
-  EXPECT_EQ(seen[0].answers, 0u) << "nothing was forwarded";
-  EXPECT_EQ(seen[1].status, 200);
-  EXPECT_EQ(seen[1].decided_by, 1u);
-  EXPECT_EQ(seen[1].body, "cached plain");
-  EXPECT_EQ(seen[2].path, "/on");
-  EXPECT_EQ(seen[2].status, 200);
-  EXPECT_EQ(seen[2].decided_by, SIZE_MAX);
-  EXPECT_EQ(seen[2].answers, 1u);
-  EXPECT_EQ(seen[2].body, on.body) << "the body as the client got it";
-  EXPECT_GT(seen[2].latency, Duration::zero());
+  EXPECT_EQ(seen["GET /shed"].status, 429);
+  EXPECT_EQ(seen["GET /shed"].decided_by, 1u) << "after the health filter";
+  EXPECT_EQ(seen["GET /shed"].answers, 0u) << "nothing was forwarded";
+  EXPECT_EQ(seen["GET /cached"].status, 200);
+  EXPECT_EQ(seen["GET /cached"].decided_by, 1u);
+  EXPECT_EQ(seen["GET /cached"].body, "cached plain");
+  EXPECT_EQ(seen["HEAD /cached"].status, 200);
+  EXPECT_EQ(seen["GET /on"].status, 200);
+  EXPECT_EQ(seen["GET /on"].decided_by, SIZE_MAX);
+  EXPECT_EQ(seen["GET /on"].answers, 1u);
+  EXPECT_EQ(seen["GET /on"].body, on.body) << "the body as the client got it";
+  EXPECT_GT(seen["GET /on"].latency, Duration::zero());
 
   const std::string page = Fetch(port_, "/metrics").body;
   EXPECT_EQ(SampleValue(page, "tailguard_upstream_requests_total", "127.0.0.1"), 1)

@@ -1,0 +1,152 @@
+// The control plane without a gateway: a registry on a fake clock, recorded into directly (as an
+// embedding server or the Prometheus watcher would fill it), analysed by the control plane's
+// live loop, with alerts in its store and everything visible through its API.
+#include "server/control_plane.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "common/strings.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "store/event_store.h"
+#include "tailguard/analyzer.h"
+
+namespace tailguard::server {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using ::testing::HasSubstr;
+
+class ControlPlaneTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::path(::testing::TempDir()) /
+           Cat("tailguard_control_plane_",
+               ::testing::UnitTest::GetInstance()->current_test_info()->name(), "_", getpid());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override {
+    plane_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  // A rule that fires on a route total's P99 above 100 ms after two ticks.
+  static AlertConfig Rules() {
+    AlertConfig rules;
+    AlertRule rule;
+    rule.name = "p99_over_100ms";
+    rule.matchers = {{"stage", LabelMatcher::Op::kEqual, "total"}};
+    AlertTier tier;
+    tier.above = Threshold::Absolute(0.1);
+    tier.severity = "critical";
+    rule.tiers = {tier};
+    rule.debounce.pre_alert_after = 1;
+    rule.debounce.alert_after = seconds(2);
+    rules.rules = {rule};
+    return rules;
+  }
+
+  void Create(bool with_store) {
+    ControlPlaneOptions options;
+    options.config.tick = seconds(1);
+    options.config.store.path = with_store ? (dir_ / "tailguard.db").string() : "";
+    options.config.api_token = "secret";
+    options.rules = Rules();
+    options.registry = &registry_;
+    options.clock = &clock_;
+    options.log = nullptr;
+    options.address = "127.0.0.1:9";
+    absl::StatusOr<std::unique_ptr<ControlPlane>> c = ControlPlane::Create(std::move(options));
+    ASSERT_TRUE(c.ok()) << c.status();
+    plane_ = std::move(*c);
+  }
+
+  // `ticks` seconds of 20 requests a second at `latency` on route "fraud".
+  void Run(int ticks, Duration latency) {
+    absl::StatusOr<Series*> s = registry_.GetOrCreate(
+        kRequestDurationMetric,
+        {{"model", "risk"}, {"version", "1"}, {"route", "fraud"}, {"stage", "total"}});
+    ASSERT_TRUE(s.ok()) << s.status();
+    for (int t = 0; t < ticks; ++t) {
+      for (int i = 0; i < 20; ++i) (*s)->Record(static_cast<uint64_t>(latency.count()));
+      clock_.Advance(seconds(1));
+      plane_->loop().Tick();
+    }
+  }
+
+  ApiResponse Get(std::string_view target) {
+    ApiRequest r;
+    r.method = "GET";
+    r.target = target;
+    r.host = "127.0.0.1";
+    return plane_->api().Handle(r);
+  }
+
+  std::filesystem::path dir_;
+  FakeClock clock_;
+  Registry registry_{clock_};
+  std::unique_ptr<ControlPlane> plane_;
+};
+
+TEST_F(ControlPlaneTest, AnalysesARegistryAndAnswersItsApiWithoutAGateway) {
+  Create(/*with_store=*/false);
+  Run(5, milliseconds(20));
+  ApiResponse r = Get("/api/v1/series");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json series = json::parse(r.body)["series"];
+  ASSERT_EQ(series.size(), 1u) << r.body;
+  EXPECT_EQ(series[0]["labels"]["route"], "fraud");
+  r = Get("/metrics");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_THAT(r.body, HasSubstr("tailguard_analysis_ticks_total 5"));
+  EXPECT_THAT(r.body, HasSubstr("tailguard_request_duration_seconds_bucket{"));
+  // No data plane: no gateway or upstream families, and ready.
+  EXPECT_THAT(r.body, ::testing::Not(HasSubstr("tailguard_upstream_up")));
+  EXPECT_EQ(Get("/readyz").status, 200);
+  EXPECT_EQ(Get("/healthz").status, 200);
+}
+
+TEST_F(ControlPlaneTest, AlertsLandInItsStoreAndItsApi) {
+  Create(/*with_store=*/true);
+  Run(3, milliseconds(20));
+  EXPECT_EQ(json::parse(Get("/api/v1/alerts").body)["alerts"].size(), 0u);
+  Run(5, milliseconds(400));
+  const json page = json::parse(Get("/api/v1/alerts").body);
+  const json& alerts = page["alerts"];
+  ASSERT_EQ(alerts.size(), 1u) << page.dump();
+  EXPECT_EQ(alerts[0]["rule"], "p99_over_100ms");
+  EXPECT_EQ(alerts[0]["state"], "alert");
+  // The episode is in the store.
+  ASSERT_NE(plane_->store(), nullptr);
+  ASSERT_EQ(page["episodes"].size(), 1u) << page.dump();
+  const json events = json::parse(Get("/api/v1/events").body)["events"];
+  size_t transitions = 0;
+  for (const json& e : events) transitions += e["type"] == "alert" ? 1 : 0;
+  EXPECT_GE(transitions, 2u) << "pre-alert and fire: " << events.dump();
+  // A second control plane on the same store is refused while this one holds it.
+  ControlPlaneOptions second;
+  second.config.store.path = (dir_ / "tailguard.db").string();
+  second.registry = &registry_;
+  second.log = nullptr;
+  absl::StatusOr<std::unique_ptr<ControlPlane>> other = ControlPlane::Create(std::move(second));
+  ASSERT_FALSE(other.ok());
+}
+
+TEST_F(ControlPlaneTest, ARegistryIsNeeded) {
+  ControlPlaneOptions options;
+  options.log = nullptr;
+  absl::StatusOr<std::unique_ptr<ControlPlane>> c = ControlPlane::Create(std::move(options));
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("a registry to analyse is needed"));
+}
+
+}  // namespace
+}  // namespace tailguard::server
