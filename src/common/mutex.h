@@ -8,6 +8,8 @@
 #ifndef TAILGUARD_COMMON_MUTEX_H_
 #define TAILGUARD_COMMON_MUTEX_H_
 
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
 
 #include "absl/base/thread_annotations.h"
@@ -20,6 +22,7 @@ class ABSL_LOCKABLE Mutex {
   void Unlock() ABSL_UNLOCK_FUNCTION() { mu_.unlock(); }
 
  private:
+  friend class CondVar;
   std::mutex mu_;
 };
 
@@ -33,6 +36,35 @@ class ABSL_SCOPED_LOCKABLE MutexLock {
 
  private:
   Mutex* const mu_;
+};
+
+// A condition variable over Mutex (std::condition_variable on its std::mutex, so TSan sees the
+// waits as it sees pthread's). The waits take the mutex the caller holds, which -Wthread-safety
+// checks; loop on the condition around them (wakeups may be spurious):
+//
+//   MutexLock lock(&mu_);
+//   while (!stopping_ && queue_.empty()) cv_.Wait(&mu_);
+class CondVar {
+ public:
+  // Releases `mu`, waits for a Signal() (or a spurious wakeup), and holds `mu` again.
+  void Wait(Mutex* mu) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    std::unique_lock<std::mutex> lock(mu->mu_, std::adopt_lock);
+    cv_.wait(lock);
+    lock.release();
+  }
+  // Wait() that gives up at `deadline` (steady clock): false when it did.
+  bool WaitUntil(Mutex* mu, std::chrono::steady_clock::time_point deadline)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    std::unique_lock<std::mutex> lock(mu->mu_, std::adopt_lock);
+    const bool woken = cv_.wait_until(lock, deadline) == std::cv_status::no_timeout;
+    lock.release();
+    return woken;
+  }
+  void Signal() { cv_.notify_one(); }
+  void SignalAll() { cv_.notify_all(); }
+
+ private:
+  std::condition_variable cv_;
 };
 
 }  // namespace tailguard

@@ -499,32 +499,37 @@ void LiveLoop::OnAction(const ActionRecord& a) {
 
 void LiveLoop::Start() {
   {
-    std::lock_guard<std::mutex> lock(run_mu_);
+    MutexLock lock(&run_mu_);
     if (thread_.joinable()) return;
     stop_ = false;
   }
-  thread_ = std::thread([this] {
-    auto next = std::chrono::steady_clock::now() + options_.tick;
-    std::unique_lock<std::mutex> lock(run_mu_);
-    while (!stop_) {
-      if (run_cv_.wait_until(lock, next, [this] { return stop_; })) break;
-      lock.unlock();
-      Tick();
-      lock.lock();
-      next += options_.tick;
-      // After a stall (a suspended process), skip the missed ticks instead of bursting.
-      const auto now = std::chrono::steady_clock::now();
-      if (next < now) next = now + options_.tick;
+  thread_ = std::thread([this] { RunTicks(); });
+}
+
+void LiveLoop::RunTicks() {
+  // The thread sleeps in real time between ticks; what a tick reads is the registry's clock.
+  auto next = std::chrono::steady_clock::now() + options_.tick;
+  while (true) {
+    {
+      MutexLock lock(&run_mu_);
+      while (!stop_ && run_cv_.WaitUntil(&run_mu_, next)) {
+      }
+      if (stop_) return;
     }
-  });
+    Tick();
+    next += options_.tick;
+    // After a stall (a suspended process), skip the missed ticks instead of bursting.
+    const auto now = std::chrono::steady_clock::now();
+    if (next < now) next = now + options_.tick;
+  }
 }
 
 void LiveLoop::Stop() {
   {
-    std::lock_guard<std::mutex> lock(run_mu_);
+    MutexLock lock(&run_mu_);
     stop_ = true;
   }
-  run_cv_.notify_all();
+  run_cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 

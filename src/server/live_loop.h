@@ -296,9 +296,12 @@ class LiveLoop final : private Subscriber {
   WallTime last_prune_{};       // when the last prune pass began
   bool prune_pending_ = false;  // the last prune hit its batch limit
 
-  std::mutex run_mu_;
-  std::condition_variable run_cv_;
-  bool stop_ = false;  // guarded by run_mu_
+  // The loop's thread (Start()): a Tick() every options_.tick until Stop().
+  void RunTicks();
+
+  Mutex run_mu_;
+  CondVar run_cv_;
+  bool stop_ ABSL_GUARDED_BY(run_mu_) = false;
   std::thread thread_;
 };
 

@@ -339,7 +339,7 @@ OtlpExporter::~OtlpExporter() { Shutdown(options_.timeout); }
 bool OtlpExporter::Export(Span span) {
   bool wake = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (stopping_ || held_ >= options_.queue_capacity) {
       dropped_queue_full_.fetch_add(1, std::memory_order_relaxed);
       return false;
@@ -349,12 +349,12 @@ bool OtlpExporter::Export(Span span) {
     queued_.fetch_add(1, std::memory_order_relaxed);
     wake = queue_.size() == batch_size_;  // once per batch, not on every span after it
   }
-  if (wake) cv_.notify_one();
+  if (wake) cv_.Signal();
   return true;
 }
 
 void OtlpExporter::Shutdown(Duration deadline) {
-  std::lock_guard<std::mutex> shutdown_lock(shutdown_mu_);
+  MutexLock shutdown_lock(&shutdown_mu_);
   if (!thread_.joinable()) return;
   const int64_t now = SteadyNowNs();
   const int64_t d = std::max<int64_t>(deadline.count(), 0);
@@ -364,10 +364,10 @@ void OtlpExporter::Shutdown(Duration deadline) {
                          : now + d,
                      std::memory_order_relaxed);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   thread_.join();
 }
 
@@ -386,28 +386,30 @@ OtlpStats OtlpExporter::stats() const {
 void OtlpExporter::Run() {
   Sender sender(options_, abort_at_ns_);
   std::vector<Span> batch;
-  std::unique_lock<std::mutex> lock(mu_);
   MonoTime next_flush = After(options_.flush_interval);
   while (true) {
-    cv_.wait_until(lock, next_flush, [this] { return stopping_ || queue_.size() >= batch_size_; });
-    if (queue_.empty()) {
-      if (stopping_) return;
-      next_flush = After(options_.flush_interval);
-      continue;
+    {
+      MutexLock lock(&mu_);
+      while (!stopping_ && queue_.size() < batch_size_ &&
+             std::chrono::steady_clock::now() < next_flush) {
+        cv_.WaitUntil(&mu_, next_flush);
+      }
+      if (queue_.empty()) {
+        if (stopping_) return;
+        next_flush = After(options_.flush_interval);
+        continue;
+      }
+      // O(1) under the lock: Export() keeps appending to the emptied vector.
+      batch.swap(queue_);
     }
-    // O(1) under the lock: Export() keeps appending to the emptied vector.
-    batch.swap(queue_);
-    lock.unlock();
     for (size_t i = 0; i < batch.size(); i += batch_size_) {
       const std::span<const Span> chunk =
           std::span<const Span>(batch).subspan(i, std::min(batch_size_, batch.size() - i));
       SendBatch(sender, chunk);
-      lock.lock();
+      MutexLock lock(&mu_);
       held_ -= chunk.size();
-      lock.unlock();
     }
     batch.clear();
-    lock.lock();
     next_flush = After(options_.flush_interval);
   }
 }
@@ -449,7 +451,7 @@ Duration OtlpExporter::Backoff(int retry) {
 }
 
 bool OtlpExporter::WaitUntil(MonoTime until) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   while (true) {
     if (PastShutdownDeadline()) return false;
     if (std::chrono::steady_clock::now() >= until) return true;
@@ -458,7 +460,7 @@ bool OtlpExporter::WaitUntil(MonoTime until) {
     if (stopping_) {
       wake = std::min(wake, MonoTime(Duration(abort_at_ns_.load(std::memory_order_relaxed))));
     }
-    cv_.wait_until(lock, wake);
+    cv_.WaitUntil(&mu_, wake);
   }
 }
 

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/mutex.h"
 #include "tailguard/clock.h"
 
 namespace tailguard::server {
@@ -176,11 +177,11 @@ class OtlpExporter {
   const OtlpOptions options_;
   const size_t batch_size_;  // min(max_batch, queue_capacity)
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;  // wakes the sender: full batch, shutdown
-  std::vector<Span> queue_;     // guarded by mu_
-  size_t held_ = 0;             // guarded by mu_; spans queued or being sent
-  bool stopping_ = false;       // guarded by mu_
+  mutable Mutex mu_;
+  CondVar cv_;  // wakes the sender: full batch, shutdown
+  std::vector<Span> queue_ ABSL_GUARDED_BY(mu_);
+  size_t held_ ABSL_GUARDED_BY(mu_) = 0;  // spans queued or being sent
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 
   // The shutdown deadline (steady-clock nanoseconds), or INT64_MAX before Shutdown(). Atomic
   // because libcurl's progress callback polls it during a request without taking mu_; relaxed is
@@ -199,7 +200,7 @@ class OtlpExporter {
 
   std::mt19937_64 jitter_;  // used by the sender thread only
 
-  std::mutex shutdown_mu_;  // serialises Shutdown(); guards thread_'s join
+  Mutex shutdown_mu_;  // serialises Shutdown(), which joins thread_
   std::thread thread_;
 };
 

@@ -232,45 +232,52 @@ WallTime DeliveryWorker::RunOnce(WallTime now) {
 }
 
 void DeliveryWorker::Start() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (thread_.joinable()) return;
   stop_ = false;
   sender_.SetCancelled(false);
-  thread_ = std::thread([this] {
-    std::unique_lock<std::mutex> lock(mu_);
-    while (!stop_) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void DeliveryWorker::Loop() {
+  while (true) {
+    {
+      MutexLock lock(&mu_);
+      if (stop_) return;
       woken_ = false;
-      lock.unlock();
-      const WallTime now = clock_.WallNow();
-      const WallTime next = RunOnce(now);
-      lock.lock();
-      if (stop_) break;
-      if (woken_) continue;
-      Duration wait = options_.poll_interval;
-      if (next != WallTime::max() && next - now < wait) wait = std::max(next - now, Duration(0));
-      if (wait <= Duration::zero()) continue;
-      cv_.wait_for(lock, wait, [this] { return stop_ || woken_; });
     }
-  });
+    const WallTime now = clock_.WallNow();
+    const WallTime next = RunOnce(now);
+    MutexLock lock(&mu_);
+    if (stop_) return;
+    if (woken_) continue;
+    Duration wait = options_.poll_interval;
+    if (next != WallTime::max() && next - now < wait) wait = std::max(next - now, Duration(0));
+    if (wait <= Duration::zero()) continue;
+    // The wait is real time (a thread sleeps), for as long as the clock says is left.
+    const auto deadline = std::chrono::steady_clock::now() + wait;
+    while (!stop_ && !woken_ && cv_.WaitUntil(&mu_, deadline)) {
+    }
+  }
 }
 
 void DeliveryWorker::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
   }
   // An attempt in flight is cut short rather than waited out (a receiver's timeout can be long).
   if (thread_.joinable()) sender_.SetCancelled(true);
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 
 void DeliveryWorker::Wake() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     woken_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 }  // namespace tailguard::notify

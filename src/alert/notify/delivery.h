@@ -16,6 +16,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "alert/notify/http_sender.h"
+#include "common/mutex.h"
 #include "store/event_store.h"
 #include "tailguard/alert.h"
 #include "tailguard/clock.h"
@@ -129,10 +130,14 @@ class DeliveryWorker {
   std::mt19937_64 rng_;                                  // used by RunOnce only
   DeliveryStats stats_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;   // guarded by mu_
-  bool woken_ = false;  // guarded by mu_
+  // The delivery thread: RunOnce() until Stop(), waiting between passes for a Wake(), the next
+  // attempt's time or poll_interval.
+  void Loop();
+
+  Mutex mu_;
+  CondVar cv_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  bool woken_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 
