@@ -5,13 +5,14 @@
 
 #include "CLI/CLI.hpp"
 #include "commands.h"
+#include "tailguard/version.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
       "tailguard guards the latency of AI inference services: it records every request, turns\n"
       "the stream into percentiles and forecasts, catches spikes and drifts, and acts on them.",
       "tailguard"};
-  app.set_version_flag("--version", "tailguard " TAILGUARD_VERSION);
+  app.set_version_flag("--version", "tailguard " TAILGUARD_VERSION_STRING);
   app.require_subcommand(1);
   app.footer("Run 'tailguard <command> --help' for a command's options.");
 

@@ -24,10 +24,7 @@
 #include "tailguard/alert.h"
 #include "tailguard/exposition.h"
 #include "tailguard/series_io.h"
-
-#ifndef TAILGUARD_VERSION
-#define TAILGUARD_VERSION "0.1.0"
-#endif
+#include "tailguard/version.h"
 
 namespace tailguard::server {
 namespace {
@@ -607,7 +604,7 @@ ApiResponse Api::Heatmap(std::string_view id, std::string_view query) const {
 
 ApiResponse Api::Info() const {
   const WallTime now = s_.registry->Now();
-  json j{{"version", TAILGUARD_VERSION},
+  json j{{"version", TAILGUARD_VERSION_STRING},
          {"now", TimeText(now)},
          {"tick_seconds", std::chrono::duration<double>(s_.loop->options().tick).count()},
          {"window_seconds", std::chrono::duration<double>(s_.loop->options().window).count()},

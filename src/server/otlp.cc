@@ -1,8 +1,6 @@
 // OTLP/HTTP JSON trace export: the encoder (nlohmann ordered_json, so fields come out in the
-// proto's order) and the exporter's sender thread (libcurl easy interface, one reused handle).
+// proto's order) and the exporter's sender thread (the one HTTP client, common/http_client.h).
 #include "server/otlp.h"
-
-#include <curl/curl.h>
 
 #include <algorithm>
 #include <cctype>
@@ -13,12 +11,9 @@
 #include <optional>
 
 #include "absl/status/status.h"
-#include "common/curl_util.h"
+#include "common/http_client.h"
 #include "common/strings.h"
-
-#ifndef TAILGUARD_VERSION
-#define TAILGUARD_VERSION "0.1.0"
-#endif
+#include "tailguard/version.h"
 
 namespace tailguard::server {
 namespace {
@@ -123,47 +118,8 @@ MonoTime After(Duration d) {
   return now + std::chrono::duration_cast<MonoTime::duration>(d);
 }
 
-// libcurl's global state is initialised once per process, before the first handle.
-CURLcode GlobalInit() {
-  static std::once_flag once;
-  static CURLcode result = CURLE_OK;
-  std::call_once(once, [] { result = curl_global_init(CURL_GLOBAL_DEFAULT); });
-  return result;
-}
-
-absl::Status ValidateEndpoint(const std::string& endpoint, bool* https) {
-  const absl::Status bad =
-      absl::InvalidArgumentError("endpoint: must be an http:// or https:// URL with a host");
-  // The URL itself is not quoted in errors: it may carry credentials.
-  CURLU* url = curl_url();
-  if (url == nullptr) return absl::InternalError("endpoint: out of memory");
-  char* scheme = nullptr;
-  char* host = nullptr;
-  const bool parsed = curl_url_set(url, CURLUPART_URL, endpoint.c_str(), 0) == CURLUE_OK &&
-                      curl_url_get(url, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
-                      curl_url_get(url, CURLUPART_HOST, &host, 0) == CURLUE_OK;
-  const std::string scheme_str = scheme != nullptr ? scheme : "";
-  const bool has_host = host != nullptr && host[0] != '\0';
-  curl_free(scheme);
-  curl_free(host);
-  curl_url_cleanup(url);
-  if (!parsed || !has_host || (scheme_str != "http" && scheme_str != "https")) return bad;
-  // libcurl is lenient: it takes "http:///x" as host "x", and some characters that would let the
-  // URL smuggle a header or a second line.
-  const size_t authority = scheme_str.size() + 3;
-  if (endpoint.size() <= authority || endpoint.compare(scheme_str.size(), 3, "://") != 0 ||
-      endpoint[authority] == '/') {
-    return bad;
-  }
-  for (unsigned char c : endpoint) {
-    if (c <= 0x20 || c == 0x7f) return bad;
-  }
-  *https = scheme_str == "https";
-  return absl::OkStatus();
-}
-
 absl::Status ValidateOptions(const OtlpOptions& o, bool* https) {
-  if (absl::Status s = ValidateEndpoint(o.endpoint, https); !s.ok()) return s;
+  if (absl::Status s = CheckHttpUrl("endpoint", o.endpoint, https); !s.ok()) return s;
   if (o.service_name.empty()) return absl::InvalidArgumentError("service_name: must not be empty");
   if (o.queue_capacity == 0) return absl::InvalidArgumentError("queue_capacity: must be > 0");
   if (o.max_batch == 0) return absl::InvalidArgumentError("max_batch: must be > 0");
@@ -210,7 +166,7 @@ std::string EncodeOtlpJson(std::span<const Span> spans, std::string_view service
 
   Json scope = Json::object();
   scope["name"] = "tailguard";
-  scope["version"] = TAILGUARD_VERSION;
+  scope["version"] = TAILGUARD_VERSION_STRING;
   Json scope_spans = Json::object();
   scope_spans["scope"] = std::move(scope);
   scope_spans["spans"] = std::move(encoded_spans);
@@ -225,97 +181,43 @@ std::string EncodeOtlpJson(std::span<const Span> spans, std::string_view service
   return request.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-// The sender thread's libcurl handle, reused for every request so the connection stays open.
-// Not thread-safe; lives on the sender thread only.
+// The sender thread's HTTP client (common/http_client.h), reused for every request so the
+// connection stays open. Not thread-safe; lives on the sender thread only.
 class OtlpExporter::Sender {
  public:
-  struct Response {
-    CURLcode code = CURLE_OK;
-    long status = 0;                      // HTTP status; 0 without a response
-    std::optional<Duration> retry_after;  // Retry-After in seconds, when the answer had one
-  };
-
   Sender(const OtlpOptions& options, const std::atomic<int64_t>& abort_at_ns)
-      : abort_at_ns_(abort_at_ns), curl_(curl_easy_init()) {
-    headers_ = curl_slist_append(headers_, "Content-Type: application/json");
-    headers_ = curl_slist_append(headers_, "Expect:");  // no 100-continue round trip
-    for (const auto& [name, value] : options.headers) {
-      headers_ = curl_slist_append(headers_, Cat(name, ": ", value).c_str());
-    }
-    if (curl_ == nullptr) return;
-    curl_easy_setopt(curl_, CURLOPT_URL, options.endpoint.c_str());
-    curl_easy_setopt(curl_, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(curl_, CURLOPT_NOSIGNAL, 1L);  // timeouts without SIGALRM: we are threaded
-    curl_easy_setopt(curl_, CURLOPT_POST, 1L);
-    curl_easy_setopt(curl_, CURLOPT_HTTPHEADER, headers_);
-    curl_easy_setopt(curl_, CURLOPT_USERAGENT, "tailguard/" TAILGUARD_VERSION);
-    curl_easy_setopt(curl_, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(curl_, CURLOPT_WRITEFUNCTION, &Sender::OnBody);
-    curl_easy_setopt(curl_, CURLOPT_HEADERFUNCTION, &Sender::OnHeader);
-    curl_easy_setopt(curl_, CURLOPT_HEADERDATA, this);
-    curl_easy_setopt(curl_, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(curl_, CURLOPT_XFERINFOFUNCTION, &Sender::OnProgress);
-    curl_easy_setopt(curl_, CURLOPT_XFERINFODATA, this);
+      : endpoint_(options.endpoint) {
+    headers_.emplace_back("Content-Type", "application/json");
+    for (const auto& [name, value] : options.headers) headers_.emplace_back(name, value);
+    // Aborts a request that outlives Shutdown()'s deadline.
+    client_.SetAbortCheck(
+        [&abort_at_ns] { return SteadyNowNs() >= abort_at_ns.load(std::memory_order_relaxed); });
   }
-
-  ~Sender() {
-    if (curl_ != nullptr) curl_easy_cleanup(curl_);
-    curl_slist_free_all(headers_);
-  }
-
-  Sender(const Sender&) = delete;
-  Sender& operator=(const Sender&) = delete;
 
   // POSTs `body`, giving up after `timeout` or once the shutdown deadline passes.
-  Response Post(const std::string& body, Duration timeout) {
-    Response r;
-    if (curl_ == nullptr || headers_ == nullptr) {
-      r.code = CURLE_FAILED_INIT;
-      return r;
-    }
-    retry_after_.reset();
-    const long timeout_ms = static_cast<long>(
-        std::clamp<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count(),
-                            1, std::numeric_limits<int32_t>::max()));
-    curl_easy_setopt(curl_, CURLOPT_TIMEOUT_MS, timeout_ms);
-    curl_easy_setopt(curl_, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
-    curl_easy_setopt(curl_, CURLOPT_POSTFIELDS, body.data());
-    curl_easy_setopt(curl_, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
-    r.code = curl_easy_perform(curl_);
-    if (r.code == CURLE_OK) curl_easy_getinfo(curl_, CURLINFO_RESPONSE_CODE, &r.status);
-    r.retry_after = retry_after_;
-    return r;
+  HttpReply Post(const std::string& body, Duration timeout) {
+    HttpCall call;
+    call.method = "POST";
+    call.url = endpoint_;
+    call.headers = &headers_;
+    call.body = body;
+    call.timeout = timeout;
+    call.max_body_bytes = 0;  // the collector's answer is not read
+    call.max_retry_after = kMaxRetryWait;
+    return client_.Send(call);
   }
 
  private:
-  static size_t OnBody(char*, size_t size, size_t n, void*) { return size * n; }  // discarded
-
-  static size_t OnHeader(char* data, size_t size, size_t n, void* self) {
-    auto* sender = static_cast<Sender*>(self);
-    std::string_view line(data, size * n);
-    if (line.starts_with("HTTP/")) sender->retry_after_.reset();  // a new response begins
-    if (std::optional<Duration> d = ParseRetryAfter(line, kMaxRetryWait)) sender->retry_after_ = d;
-    return size * n;
-  }
-
-  // Called by libcurl about once a second, and more often while data moves: aborts a request
-  // that outlives Shutdown()'s deadline.
-  static int OnProgress(void* self, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
-    auto* sender = static_cast<Sender*>(self);
-    return SteadyNowNs() >= sender->abort_at_ns_.load(std::memory_order_relaxed) ? 1 : 0;
-  }
-
-  const std::atomic<int64_t>& abort_at_ns_;
-  CURL* const curl_;
-  curl_slist* headers_ = nullptr;
-  std::optional<Duration> retry_after_;
+  const std::string endpoint_;
+  std::vector<std::pair<std::string, std::string>> headers_;
+  HttpClient client_;
 };
 
 absl::StatusOr<std::unique_ptr<OtlpExporter>> OtlpExporter::Create(OtlpOptions options) {
-  if (GlobalInit() != CURLE_OK) return absl::InternalError("libcurl initialisation failed");
+  if (!HttpClientReady()) return absl::InternalError("libcurl initialisation failed");
   bool https = false;
   if (absl::Status s = ValidateOptions(options, &https); !s.ok()) return s;
-  if (https && (curl_version_info(CURLVERSION_NOW)->features & CURL_VERSION_SSL) == 0) {
+  if (https && !HttpClientHasTls()) {
     return absl::FailedPreconditionError("endpoint: https:// but libcurl has no TLS support");
   }
   std::unique_ptr<OtlpExporter> exporter(new OtlpExporter(std::move(options)));
@@ -423,15 +325,13 @@ void OtlpExporter::SendBatch(Sender& sender, std::span<const Span> batch) {
     if (abort_at != std::numeric_limits<int64_t>::max()) {
       timeout = std::min(timeout, Duration(abort_at - SteadyNowNs()));
     }
-    const Sender::Response r = sender.Post(body, timeout);
-    if (r.code == CURLE_OK && r.status >= 200 && r.status < 300) {
+    const HttpReply r = sender.Post(body, timeout);
+    if (r.answered() && r.status >= 200 && r.status < 300) {
       batches_sent_.fetch_add(1, std::memory_order_relaxed);
       exported_.fetch_add(batch.size(), std::memory_order_relaxed);
       return;
     }
-    const bool retryable =
-        r.code == CURLE_OK ? IsRetryableStatus(r.status)
-                           : r.code != CURLE_ABORTED_BY_CALLBACK && !IsPermanentCurlError(r.code);
+    const bool retryable = r.answered() ? IsRetryableStatus(r.status) : !r.aborted && !r.permanent;
     if (!retryable || attempt >= options_.max_retries) break;
     const Duration wait = r.retry_after.has_value() ? *r.retry_after : Backoff(attempt);
     if (!WaitUntil(After(wait))) break;
