@@ -11,7 +11,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "tailguard/clock.h"
 #include "tailguard/histogram.h"
@@ -251,9 +250,13 @@ class Registry {
   const RegistryOptions options_;
   const Duration wall_minus_mono_;
 
+  // Series by canonical key: a hash map in registry.cc, kept out of this header so that the SDK's
+  // headers expose no abseil container.
+  struct SeriesIndex;
+
   mutable std::mutex mu_;
-  absl::flat_hash_map<std::string, std::unique_ptr<Series>> series_;  // guarded by mu_
-  std::vector<std::unique_ptr<RequestMetrics>> requests_;             // guarded by mu_
+  const std::unique_ptr<SeriesIndex> series_;              // guarded by mu_
+  std::vector<std::unique_ptr<RequestMetrics>> requests_;  // guarded by mu_
 
   // Relaxed: a count read for display, ordered with nothing.
   std::atomic<uint64_t> refused_{0};

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "common/strings.h"
 #include "metrics/series_key.h"
@@ -177,11 +178,16 @@ SampleDecision RequestTimer::Finish() {
 // ---------------------------------------------------------------------------------------------
 // Registry
 
+struct Registry::SeriesIndex {
+  absl::flat_hash_map<std::string, std::unique_ptr<Series>> map;
+};
+
 Registry::Registry(const Clock& clock, RegistryOptions options)
     : clock_(clock),
       options_(options),
       wall_minus_mono_(clock.WallNow().time_since_epoch() -
                        clock.MonotonicNow().time_since_epoch()),
+      series_(std::make_unique<SeriesIndex>()),
       last_collect_(Now()) {}
 
 WallTime Registry::Now() const {
@@ -204,7 +210,7 @@ absl::Status Registry::CheckValues(std::string_view name, const Labels& labels) 
 }
 
 Series* Registry::InsertLocked(std::string_view name, Labels labels, const std::string& key) {
-  auto [it, inserted] = series_.try_emplace(key);
+  auto [it, inserted] = series_->map.try_emplace(key);
   if (inserted) {
     it->second =
         std::make_unique<Series>(std::string(name), std::move(labels), key, options_.windows);
@@ -217,10 +223,10 @@ absl::StatusOr<Series*> Registry::GetOrCreate(std::string_view name, Labels labe
   absl::StatusOr<std::string> key = CanonicalKey(name, labels);
   if (!key.ok()) return key.status();
   std::lock_guard<std::mutex> lock(mu_);
-  if (series_.size() >= options_.max_series && !series_.contains(*key)) {
+  if (series_->map.size() >= options_.max_series && !series_->map.contains(*key)) {
     refused_.fetch_add(1, std::memory_order_relaxed);
     return absl::ResourceExhaustedError(
-        Cat("metric ", name, ": the registry holds ", series_.size(),
+        Cat("metric ", name, ": the registry holds ", series_->map.size(),
             " series, its limit (RegistryOptions::max_series); new series are refused"));
   }
   return InsertLocked(name, std::move(labels), *key);
@@ -230,8 +236,8 @@ Series* Registry::Find(std::string_view name, Labels labels) const {
   absl::StatusOr<std::string> key = CanonicalKey(name, labels);
   if (!key.ok()) return nullptr;
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = series_.find(*key);
-  return it == series_.end() ? nullptr : it->second.get();
+  auto it = series_->map.find(*key);
+  return it == series_->map.end() ? nullptr : it->second.get();
 }
 
 absl::StatusOr<RequestMetrics*> Registry::Requests(const RouteLabels& route) {
@@ -272,12 +278,12 @@ absl::StatusOr<RequestMetrics*> Registry::Requests(const RouteLabels& route) {
     }
   }
   size_t missing = 0;
-  for (const std::string& k : keys) missing += series_.contains(k) ? 0 : 1;
-  if (series_.size() + missing > options_.max_series) {
+  for (const std::string& k : keys) missing += series_->map.contains(k) ? 0 : 1;
+  if (series_->map.size() + missing > options_.max_series) {
     refused_.fetch_add(1, std::memory_order_relaxed);
     return absl::ResourceExhaustedError(
-        Cat("request metrics for model=\"", route.model, "\": the registry holds ", series_.size(),
-            " series, near its limit of ", options_.max_series,
+        Cat("request metrics for model=\"", route.model, "\": the registry holds ",
+            series_->map.size(), " series, near its limit of ", options_.max_series,
             " (RegistryOptions::max_series); new series are refused"));
   }
   std::array<Series*, kStageCount> stages{};
@@ -293,8 +299,8 @@ std::vector<Series*> Registry::AllSeries() const {
   std::vector<Series*> out;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    out.reserve(series_.size());
-    for (auto& [key, s] : series_) out.push_back(s.get());
+    out.reserve(series_->map.size());
+    for (auto& [key, s] : series_->map) out.push_back(s.get());
   }
   std::sort(out.begin(), out.end(), [](Series* a, Series* b) { return a->key() < b->key(); });
   return out;
