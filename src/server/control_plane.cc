@@ -23,6 +23,8 @@ absl::StatusOr<std::unique_ptr<ControlPlane>> ControlPlane::Create(ControlPlaneO
   const Clock& clock = options.clock != nullptr ? *options.clock : Clock::Real();
   std::unique_ptr<ControlPlane> c(new ControlPlane());
   c->log_ = options.log;
+  c->rules_ = std::move(options.rules);
+  const AlertConfig& rules = c->rules_;
 
   LiveLoopOptions loop_options;
   loop_options.tick = cfg.tick;
@@ -44,7 +46,7 @@ absl::StatusOr<std::unique_ptr<ControlPlane>> ControlPlane::Create(ControlPlaneO
         cfg.external_url.empty() ? Cat("http://", options.address) : cfg.external_url;
     char host[256] = {};
     if (gethostname(host, sizeof(host) - 1) == 0) journal.context.instance = host;
-    journal.context.time_zone = options.rules.time_zone;
+    journal.context.time_zone = rules.time_zone;
     journal.archive_after = cfg.store.archive_after;
     journal.log = options.log;
     ControlPlane* raw = c.get();
@@ -52,7 +54,7 @@ absl::StatusOr<std::unique_ptr<ControlPlane>> ControlPlane::Create(ControlPlaneO
       if (raw->delivery_ != nullptr) raw->delivery_->Wake();
     };
     absl::StatusOr<std::unique_ptr<notify::AlertJournal>> j =
-        notify::AlertJournal::Create(options.rules, *c->store_, std::move(journal));
+        notify::AlertJournal::Create(rules, *c->store_, std::move(journal));
     if (!j.ok()) return j.status();
     c->journal_ = std::move(*j);
     c->sender_ = notify::NewCurlSender();
@@ -61,7 +63,7 @@ absl::StatusOr<std::unique_ptr<ControlPlane>> ControlPlane::Create(ControlPlaneO
     delivery.max_backoff = cfg.delivery.max_backoff;
     delivery.give_up_after = cfg.delivery.give_up_after;
     delivery.log = options.log;
-    c->delivery_ = std::make_unique<notify::DeliveryWorker>(options.rules, *c->store_, *c->sender_,
+    c->delivery_ = std::make_unique<notify::DeliveryWorker>(rules, *c->store_, *c->sender_,
                                                             clock, delivery);
     loop_options.journal = c->journal_.get();
     absl::StatusOr<std::unique_ptr<store::HistoryStore>> history =
@@ -74,7 +76,7 @@ absl::StatusOr<std::unique_ptr<ControlPlane>> ControlPlane::Create(ControlPlaneO
     loop_options.history_retention = cfg.store.history_retention;
   }
   absl::StatusOr<std::unique_ptr<LiveLoop>> loop =
-      LiveLoop::Create(*options.registry, options.rules, loop_options, options.routes);
+      LiveLoop::Create(*options.registry, rules, loop_options, options.routes);
   if (!loop.ok()) return loop.status();
   c->loop_ = std::move(*loop);
 

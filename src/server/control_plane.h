@@ -41,7 +41,9 @@ class OtlpExporter;
 
 struct ControlPlaneOptions {
   ControlPlaneConfig config;
-  AlertConfig rules;  // what the live loop evaluates
+  // What the live loop evaluates, already loaded: config.rules_file is the caller's to read (the
+  // gateway's LoadGatewayConfig resolves it; the built-in DefaultAlertRules() without one).
+  AlertConfig rules;
   // What it analyses; borrowed, must outlive the control plane. Its windows' slot must be
   // config.tick.
   Registry* registry = nullptr;
@@ -89,6 +91,8 @@ class ControlPlane {
   ControlPlane() = default;
 
   std::FILE* log_ = nullptr;
+  // The rules, which the journal and delivery keep a reference to: they live as long as this.
+  AlertConfig rules_;
   // Held while it runs: no second control plane on the same store (store/store_lock.h).
   std::unique_ptr<store::StoreLock> store_lock_;
   // The alert pipeline's persistence and delivery; null without store.path. Declared before

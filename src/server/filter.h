@@ -10,11 +10,16 @@
 //   OnRequest   before anything is sent upstream. The first filter that does not say kContinue
 //               ends the walk: the filters after it are not called for this request.
 //   OnAnswer    once the upstream exchange has a result (an answer's header, or no answer), before
-//               the body is relayed: an event stream can take minutes, and a failure to connect
-//               to one upstream must count at once. Only for requests that were forwarded.
+//               the body is relayed (an event stream can take minutes). Only for requests that
+//               were forwarded to an upstream: not for those a filter answered, nor on a route
+//               served by the built-in model backend.
 //   OnComplete  after the answer is written (or the client went away), with the measured outcome.
-// OnAnswer and OnComplete go to every filter whose OnRequest was called, last first (as Envoy's
+// OnAnswer and OnComplete go to the filters whose OnRequest was called, last first (as Envoy's
 // encoder filters run).
+//
+// What reaches the chain: every request routed to a route, once its labels are known. A request
+// the gateway refuses before that (malformed HTTP, a body that does not parse as the route's
+// protocol: 400; a path the local backend does not serve: 404) is answered without it.
 //
 // Threads: every worker calls the same filter objects at once. A filter keeps its own state
 // thread-safe, and none of its calls may block, wait on the control plane or take a lock on the
@@ -55,7 +60,9 @@ struct FilterRequest {
   std::string_view route_name;
   std::string_view method;  // "GET", "POST", ...
   std::string_view path;    // without the query
-  std::string_view model, version;  // the labels it is recorded under
+  // The labels it is recorded under when a filter answers it. (On a local-model route, the
+  // backend's answer is recorded under the version that served it, which may differ.)
+  std::string_view model, version;
   std::string_view body;
   uint64_t input_size = 0;  // KServe tensor elements, OpenAI prompt characters; 0 when unknown
   MonoTime start{};         // when its header was read
@@ -85,7 +92,8 @@ struct UpstreamAttempt {
 
 // What the upstream exchange came to, for OnAnswer.
 struct UpstreamResult {
-  std::span<const UpstreamAttempt> failures;  // in the order they happened
+  // In the order they happened. Already counted against their upstreams' health by the pool.
+  std::span<const UpstreamAttempt> failures;
   size_t answered = SIZE_MAX;                 // the upstream whose answer came; SIZE_MAX: none
   int status = 0;                             // its status
   MonoTime at{};
@@ -103,8 +111,9 @@ struct FilterOutcome {
   std::optional<UpstreamError> broke;
   // The filter that answered or refused (its index in the chain); SIZE_MAX: none did.
   size_t decided_by = SIZE_MAX;
-  // The answer's body as it was sent, when it was sent whole (not an event stream, and not an
-  // error the gateway wrote): what a cache keeps. Valid during the call only.
+  // The answer's body as it was sent, when it was sent whole: not an event stream, not an answer
+  // to HEAD, and not an error (the gateway's, or a filter's refusal). What a cache keeps. Valid
+  // during the call only.
   std::string_view body;
 };
 

@@ -845,9 +845,9 @@ awaitable<bool> Worker::Proxy(Stream& client, const std::string& peer,
   const unsigned client_version = req.version();
   if (const FilterDecision d = route.filters.Decide(fr, x.answer, &seen, &x.decided_by);
       d != FilterDecision::kContinue) {
-    ok = co_await WriteFilterAnswer(client, client_version, keep_alive,
-                                    req.method() == http::verb::head, route.filters, d, x);
-    response_bytes = x.answer.body.size();
+    const bool head = req.method() == http::verb::head;
+    ok = co_await WriteFilterAnswer(client, client_version, keep_alive, head, route.filters, d, x);
+    if (!head) response_bytes = x.answer.body.size();
   } else {
     const bool head = req.method() == http::verb::head;
     PrepareForUpstream(req, peer, rc, target, tracing);
@@ -961,14 +961,19 @@ awaitable<bool> Worker::WriteFilterAnswer(Stream& client, unsigned version, bool
   } else {
     co_await http::async_write(client, res, Token(ec));
   }
-  a.body = std::move(res.body());  // for OnComplete (and the response byte count)
+  // For OnComplete (and the response byte count): the body as sent; none for a refusal (the
+  // gateway's error JSON is no answer to keep) or a HEAD.
+  if (d == FilterDecision::kRespond && !head) {
+    a.body = std::move(res.body());
+  } else {
+    a.body.clear();
+  }
   co_return !ec;
 }
 
 awaitable<bool> Worker::WriteNoAnswer(Stream& client, unsigned version, bool keep_alive,
                                       const RouteRuntime& route, const UpstreamExchange& ux,
                                       Exchange& x) {
-  const RouteConfig& rc = *route.config;
   if (ux.error == UpstreamError::kDown) {
     // The health filter let the request on, but another worker took the one probe in between.
     x.status = 502;
@@ -997,7 +1002,6 @@ awaitable<bool> Worker::WriteNoAnswer(Stream& client, unsigned version, bool kee
   } else {
     message += ux.bad_answer;
   }
-  (void)rc;
   co_return co_await WriteError(client, version, keep_alive, http::status::bad_gateway,
                                 "upstream_unavailable", message);
 }

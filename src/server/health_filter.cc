@@ -37,7 +37,6 @@ void PassiveHealthFilter::Refuse(FilterAnswer& answer) {
 }
 
 void PassiveHealthFilter::OnAnswer(const FilterRequest&, const UpstreamResult& result) {
-  for (const UpstreamAttempt& a : result.failures) all_[a.upstream]->Failure(a.error, a.at);
   if (result.answered != SIZE_MAX) all_[result.answered]->Success();
 }
 

@@ -4,7 +4,8 @@
 //   OnRequest   refuses at once (502, no connect tried) when every upstream of the route is down
 //               and none is due for a probe; otherwise lets the request on, and the pool picks an
 //               upstream that is up (or the one probe a probe interval lets through).
-//   OnAnswer    counts each failed try as a failure of its upstream, and an answer as a success.
+//   OnAnswer    counts an answer as a success of its upstream. (A failed try is counted by the
+//               upstream pool as it happens, before it tries the next upstream.)
 //   OnComplete  counts an answer that broke off after its header (a timeout or reset mid-body,
 //               a broken event stream) as a failure.
 #ifndef TAILGUARD_SERVER_HEALTH_FILTER_H_

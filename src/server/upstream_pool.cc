@@ -110,9 +110,14 @@ awaitable<void> UpstreamPool::Exchange(size_t route, std::span<const size_t> ups
   size_t connect_attempts = 0;
   bool retried_stale = false;
   bool same_upstream = false;
-  const auto fail = [&x, &clock](UpstreamError e) {
+  // A failed try counts against its upstream at once, before the next try or any answer: other
+  // requests must stop picking a dead upstream now, not when this one ends (an answer from
+  // another upstream can take seconds), and this request's own next Pick() must see it.
+  const auto fail = [this, &x, &clock](UpstreamError e) {
     x.error = e;
-    x.failures.push_back({x.upstream, e, clock.MonotonicNow()});
+    const MonoTime now = clock.MonotonicNow();
+    (*shared_.upstreams)[x.upstream]->Failure(e, now);
+    x.failures.push_back({x.upstream, e, now});
   };
   for (;;) {
     const size_t u = same_upstream ? x.upstream : Pick(route, upstreams);

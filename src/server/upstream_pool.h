@@ -2,8 +2,10 @@
 // round-robin choice among a route's upstreams (skipping those the passive health check has
 // marked down), and the exchange itself: the request sent, interim answers read past, the final
 // answer's header read, with the retries that are safe. The body is the relay's business
-// (gateway.cc); health is the health filter's (server/health_filter.h), which learns of every
-// failed try through UpstreamResult. Internal to src/server: it includes Beast.
+// (gateway.cc). A failed try counts against its upstream's passive health at once, here, as the
+// pool moves on; the health filter (server/health_filter.h) refuses requests while every upstream
+// is down, and counts answers and answers that broke off. Internal to src/server: it includes
+// Beast.
 #ifndef TAILGUARD_SERVER_UPSTREAM_POOL_H_
 #define TAILGUARD_SERVER_UPSTREAM_POOL_H_
 

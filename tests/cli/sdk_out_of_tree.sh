@@ -12,11 +12,13 @@ fail() { echo "FAIL: $*"; exit 1; }
 rm -rf "$work"
 mkdir -p "$work"
 
-cmake -S "$root" -B "$work/sdk" -G Ninja -DTAILGUARD_BUILD_SERVER=OFF \
+# lib/, not a distribution's lib64/: the checks below look there.
+cmake -S "$root" -B "$work/sdk" -G Ninja -DTAILGUARD_BUILD_SERVER=OFF -DCMAKE_INSTALL_LIBDIR=lib \
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=g++ >"$work/sdk-configure.log" 2>&1 ||
   { cat "$work/sdk-configure.log"; fail "the SDK alone does not configure"; }
 # What the server needs was not even looked for.
-for dep in Boost_DIR Torch_DIR CURL_INCLUDE_DIR CLI11_DIR TAILGUARD_NODE SQLite3_INCLUDE_DIR; do
+# (SQLite is found through pkg-config, src/store/CMakeLists.txt: pkgcfg_lib_SQLITE3_sqlite3.)
+for dep in Boost_DIR Torch_DIR CURL_INCLUDE_DIR CLI11_DIR TAILGUARD_NODE pkgcfg_lib_SQLITE3_sqlite3; do
   ! grep -q "^$dep:" "$work/sdk/CMakeCache.txt" || fail "the SDK-only configure looked for $dep"
 done
 cmake --build "$work/sdk" -j 2 >"$work/sdk-build.log" 2>&1 ||

@@ -70,6 +70,8 @@ TEST_F(HttpClientTest, PostsItsBodyAndHeaders) {
   ASSERT_TRUE(r.answered()) << r.error;
   EXPECT_THAT(r.body, HasSubstr("/post"));
   EXPECT_THAT(r.body, HasSubstr("x-custom"));
+  EXPECT_THAT(r.body, HasSubstr("v1"));
+  EXPECT_THAT(r.body, HasSubstr("{\\\"a\\\":1}")) << "the body, as recorded (JSON-escaped)";
   EXPECT_THAT(r.body, HasSubstr("tailguard/"));  // the User-Agent
 }
 

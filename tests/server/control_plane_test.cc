@@ -138,6 +138,7 @@ TEST_F(ControlPlaneTest, AlertsLandInItsStoreAndItsApi) {
   second.log = nullptr;
   absl::StatusOr<std::unique_ptr<ControlPlane>> other = ControlPlane::Create(std::move(second));
   ASSERT_FALSE(other.ok());
+  EXPECT_THAT(other.status().message(), HasSubstr("is in use by another tailguard"));
 }
 
 TEST_F(ControlPlaneTest, ARegistryIsNeeded) {

@@ -140,11 +140,9 @@ class HealthFilterTest : public ::testing::Test {
     all_.push_back(std::make_unique<UpstreamState>("10.0.0.1", 80, 2, std::chrono::seconds(10)));
     all_.push_back(std::make_unique<UpstreamState>("10.0.0.2", 80, 2, std::chrono::seconds(10)));
   }
+  // A failed try, as the upstream pool counts it (at once, before its next try).
   void Fail(size_t u, UpstreamError e = UpstreamError::kConnect) {
-    UpstreamResult result;
-    const UpstreamAttempt a{u, e, clock_.MonotonicNow()};
-    result.failures = std::span<const UpstreamAttempt>(&a, 1);
-    filter_.OnAnswer(Request("/"), result);
+    all_[u]->Failure(e, clock_.MonotonicNow());
   }
   FilterDecision Ask(FilterAnswer& answer) { return filter_.OnRequest(Request("/"), answer); }
 
@@ -196,6 +194,21 @@ TEST_F(HealthFilterTest, EveryUpstreamDownIsRefusedUntilAProbeIsDue) {
   clock_.Advance(std::chrono::milliseconds(1));
   FilterAnswer due;
   EXPECT_EQ(Ask(due), FilterDecision::kContinue);
+  // The probe fails: the next interval is twice as long.
+  ASSERT_TRUE(all_[0]->TryProbe(clock_.MonotonicNow()));
+  ASSERT_TRUE(all_[1]->TryProbe(clock_.MonotonicNow()));
+  Fail(0);
+  Fail(1);
+  FilterAnswer doubled;
+  EXPECT_EQ(Ask(doubled), FilterDecision::kReject);
+  EXPECT_THAT(doubled.message, HasSubstr("the next try is in 100ms"))
+      << "the interval of the probe just taken";
+  clock_.Advance(std::chrono::milliseconds(100));
+  ASSERT_TRUE(all_[0]->TryProbe(clock_.MonotonicNow()));
+  ASSERT_TRUE(all_[1]->TryProbe(clock_.MonotonicNow()));
+  FilterAnswer later;
+  EXPECT_EQ(Ask(later), FilterDecision::kReject);
+  EXPECT_THAT(later.message, HasSubstr("the next try is in 200ms"));
 }
 
 TEST_F(HealthFilterTest, AnAnswerThatBreaksOffCountsAsAFailure) {

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <future>
 #include <map>
+#include <regex>
 #include <span>
 #include <string>
 #include <thread>
@@ -583,6 +584,8 @@ TEST_F(GatewayTest, RouteFiltersAnswerRefuseOrLetOn) {
   EXPECT_EQ(seen["GET /cached"].decided_by, 1u);
   EXPECT_EQ(seen["GET /cached"].body, "cached plain");
   EXPECT_EQ(seen["HEAD /cached"].status, 200);
+  EXPECT_EQ(seen["HEAD /cached"].body, "") << "nothing was sent";
+  EXPECT_EQ(seen["GET /shed"].body, "") << "a refusal is no answer to keep";
   EXPECT_EQ(seen["GET /on"].status, 200);
   EXPECT_EQ(seen["GET /on"].decided_by, SIZE_MAX);
   EXPECT_EQ(seen["GET /on"].answers, 1u);
@@ -604,6 +607,7 @@ TEST_F(GatewayTest, RouteFiltersAnswerRefuseOrLetOn) {
   // Answered by a filter or not, every request is measured under its route.
   EXPECT_EQ(SampleValue(page, "tailguard_requests_total", "code=\"429\""), 1);
   EXPECT_EQ(SampleValue(page, "tailguard_requests_total", "code=\"200\""), 3);
+  gateway_.reset();  // before the filter it borrows
 }
 
 TEST_F(GatewayTest, AFilterForARouteThatIsNotThereIsRefused) {
@@ -659,6 +663,32 @@ TEST_F(GatewayTest, PassiveHealthRunsOnTheInjectedClock) {
   EXPECT_EQ(SampleValue(page, "tailguard_filter_decisions_total",
                         "route=\"dead\",filter=\"health\",decision=\"reject\""),
             7);
+  gateway_.reset();  // before the clock it borrows
+}
+
+// A failed try counts against its upstream at once, not when the request that made it ends:
+// while requests wait on a slow upstream, the dead one beside it is already out.
+TEST_F(GatewayTest, AFailedTryTakesItsUpstreamOutBeforeTheRequestEnds) {
+  Start("  - name: pair\n    prefix: /\n    upstreams: [\"127.0.0.1:" + std::to_string(DeadPort()) +
+            "\", \"127.0.0.1:$UP\"]\n",
+        "health:\n  max_fails: 1\n  fail_timeout: 1m\n");
+  // Two slow requests on two connections (two workers, whose round robins start apart): one of
+  // them tries the dead upstream first, then waits 3 s on the live one.
+  std::vector<std::future<Reply>> slow;
+  for (int i = 0; i < 2; ++i) {
+    slow.push_back(std::async(std::launch::async, [this] {
+      return Fetch(port_, "/slow", {"X-Test-Delay-Ms: 3000"});
+    }));
+  }
+  bool down_in_flight = false;
+  while (!down_in_flight && slow[0].wait_for(std::chrono::milliseconds(20)) ==
+                                std::future_status::timeout) {
+    down_in_flight = std::regex_search(
+        Fetch(port_, "/metrics").body,
+        std::regex("tailguard_upstream_up\\{upstream=\"127.0.0.1:[0-9]+\"\\} 0"));
+  }
+  EXPECT_TRUE(down_in_flight) << "the dead upstream was still up while the requests waited";
+  for (auto& f : slow) EXPECT_EQ(f.get().status, 200);
 }
 
 TEST_F(GatewayTest, MetricsNegotiatesOpenMetrics) {
