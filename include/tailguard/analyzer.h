@@ -45,8 +45,8 @@
 
 namespace tailguard {
 
-// One series' statistics at one tick. Latencies in seconds; NaN (Observation::kMissing) when the
-// interval held no request.
+// One series' statistics at one tick, in the series' unit: latencies in seconds, value series in
+// bytes or counts. NaN (Observation::kMissing) when the interval held no value.
 struct SeriesPoint {
   // The canonical series key, metric{a="x",b="y"} with labels sorted by name; empty: the
   // analyzer makes it from metric and labels.
@@ -55,18 +55,22 @@ struct SeriesPoint {
   Labels labels;       // sorted by name (the key, and what rules select, assume it)
   // The live series behind the point (RegistrySource); nullptr from a file.
   Series* series = nullptr;
-  uint64_t count = 0;  // requests in the interval
+  Unit unit = Unit::kNanoseconds;  // what the statistics measure (kNanoseconds: in seconds)
+  uint64_t count = 0;              // values in the interval: requests, for a latency
   double p50 = Observation::kMissing, p90 = Observation::kMissing;
   double p99 = Observation::kMissing, p999 = Observation::kMissing;
   double mean = Observation::kMissing, max = Observation::kMissing;
-  double rate = Observation::kMissing;  // requests per second over the interval
+  double rate = Observation::kMissing;  // values (requests) per second over the interval
   // Failed requests (5xx, and requests that got no response) over all requests of the interval;
   // 4xx are the client's and do not count. NaN when unknown or when there were no requests.
   double error_ratio = Observation::kMissing;
 };
 
-// Sets p.count, the percentiles, mean and max (seconds) from `h`, a histogram of nanoseconds;
-// the latencies stay missing when `h` is empty. What every source does with its windows.
+// Sets p.unit, p.count, the percentiles, mean and max from `h`, a histogram of `unit`
+// (nanoseconds become seconds); the statistics stay missing when `h` is empty. What every source
+// does with its windows.
+void SetStats(const Histogram& h, Unit unit, SeriesPoint& p);
+// SetStats(h, Unit::kNanoseconds, p).
 void SetLatencyStats(const Histogram& h, SeriesPoint& p);
 
 // What a source gives for one tick: every series it knows, at `time` (the end of the interval
@@ -124,9 +128,10 @@ class BatchListSource final : public Source {
 struct AnomalyEvent {
   WallTime time{};
   std::string series;                       // key
-  double p99 = Observation::kMissing;       // seconds
-  double baseline = Observation::kMissing;  // seconds; NaN while the forecaster learns
+  double p99 = Observation::kMissing;       // in `unit` (seconds for a latency)
+  double baseline = Observation::kMissing;  // in `unit`; NaN while the forecaster learns
   double score = 0;                         // AnomalyPoint::score
+  Unit unit = Unit::kNanoseconds;           // the series' unit (SeriesPoint::unit)
 };
 
 // A drift finding that began (the series' P99 is trending) or ended.

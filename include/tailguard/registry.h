@@ -1,11 +1,18 @@
 // The series registry: metric name + labels to a Series that records, collects and answers
 // windows; and the per-route request metrics built on it.
+//
+// Three kinds of series share one record path (Recorder: wait-free, nothing allocated):
+//   - latency histograms (GetOrCreate), in nanoseconds, exported in seconds;
+//   - value histograms (Values): a size per request or a count per batch, in bytes or counts;
+//   - gauges (Gauge): a level its owner sets (a queue's depth), sampled once per slot.
+// All three are windowed, exported on /metrics, kept in history and analysed alike.
 #ifndef TAILGUARD_REGISTRY_H_
 #define TAILGUARD_REGISTRY_H_
 
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -25,15 +32,42 @@ using Labels = std::vector<std::pair<std::string, std::string>>;
 
 // The metric every request stage is recorded under, with labels model, version, route, stage.
 inline constexpr std::string_view kRequestDurationMetric = "tailguard_request_duration_seconds";
+// The input size of each request that gave one (RequestRecord::input_size: tensor elements,
+// prompt characters or tokens, pixels), a value histogram with labels model, version, route.
+inline constexpr std::string_view kRequestInputSizeMetric = "tailguard_request_input_size";
 
-// One latency series: a Recorder for the hot path and, filled by collections, sliding windows,
-// the last interval and the cumulative histogram.
+// What a series' values measure. Values are recorded as unsigned integers of the unit.
+enum class Unit : uint8_t {
+  // Latencies, recorded in nanoseconds; exported, analysed and kept in history in seconds.
+  kNanoseconds,
+  kBytes,  // sizes: request bodies, tensors, memory
+  // Counts of things: tensor elements, tokens, items in a batch, requests in a queue.
+  kCount,
+};
+// The unit as values leave tailguard (exposition, analysis, the API): "seconds", "bytes",
+// "count".
+std::string_view UnitName(Unit u);
+// The inverse of UnitName(); nullopt for anything else.
+std::optional<Unit> ParseUnit(std::string_view name);
+
+enum class SeriesKind : uint8_t {
+  kHistogram,  // every value recorded: latencies, a size per request, items per batch
+  // A level its owner sets and moves (requests queued, workers busy). Collect() records its
+  // current value once per slot, so windows hold its distribution over time.
+  kGauge,
+};
+// "histogram", "gauge".
+std::string_view SeriesKindName(SeriesKind k);
+
+// One series: a Recorder for the hot path and, filled by collections, sliding windows, the last
+// interval and the cumulative histogram; a gauge also holds its current level.
 //
-// Thread-safe. Record() is the wait-free hot path; the rest takes a mutex shared only with
-// Collect().
+// Thread-safe. Record(), Set() and Add() are the wait-free hot path; the rest takes a mutex
+// shared only with Collect().
 class Series {
  public:
-  Series(std::string name, Labels labels, std::string key, WindowOptions windows);
+  Series(std::string name, Labels labels, std::string key, WindowOptions windows,
+         SeriesKind kind = SeriesKind::kHistogram, Unit unit = Unit::kNanoseconds);
   Series(const Series&) = delete;
   Series& operator=(const Series&) = delete;
 
@@ -44,15 +78,25 @@ class Series {
   const std::string& key() const { return key_; }
   // The value of label `name`, or "" when absent.
   std::string_view label(std::string_view name) const;
+  SeriesKind kind() const { return kind_; }
+  Unit unit() const { return unit_; }
 
-  // Records one latency in nanoseconds. See Recorder::Record.
-  bool Record(uint64_t ns) { return recorder_.Record(ns); }
+  // Records one value in the series' unit (nanoseconds for a latency). See Recorder::Record.
+  // On a gauge it adds a sample beside the per-slot ones; use Set() and Add() instead.
+  bool Record(uint64_t value) { return recorder_.Record(value); }
   bool RecordCorrected(uint64_t ns, uint64_t expected_interval_ns) {
     return recorder_.RecordCorrected(ns, expected_interval_ns);
   }
 
-  // Moves what was recorded since the previous collection into the slot that contains `slot`.
-  // Called by Registry::Collect() once per slot.
+  // A gauge's level: Set() replaces it, Add() moves it by `delta` (negative to lower it). Relaxed
+  // atomics: a level read once per slot needs no order with anything else. A level below 0 is
+  // sampled as 0 (Recorder takes unsigned values). On a histogram they only move level().
+  void Set(int64_t level) { level_.store(level, std::memory_order_relaxed); }
+  void Add(int64_t delta) { level_.fetch_add(delta, std::memory_order_relaxed); }
+  int64_t level() const { return level_.load(std::memory_order_relaxed); }
+
+  // Moves what was recorded since the previous collection into the slot that contains `slot`;
+  // a gauge first records its level once. Called by Registry::Collect() once per slot.
   void Collect(WallTime slot);
 
   // Merge of the slots that start in [now - length, now); see SlidingWindows::Window.
@@ -69,7 +113,10 @@ class Series {
   const std::string name_;
   const Labels labels_;
   const std::string key_;
+  const SeriesKind kind_;
+  const Unit unit_;
   Recorder recorder_;
+  std::atomic<int64_t> level_{0};
 
   mutable std::mutex mu_;
   SlidingWindows windows_;  // guarded by mu_
@@ -90,18 +137,21 @@ struct RouteLabels {
 // Thread-safe. Obtain it once from Registry::Requests() and keep the reference.
 class RequestMetrics {
  public:
-  RequestMetrics(RouteLabels labels, std::array<Series*, kStageCount> stages, const Clock& clock,
-                 SamplerOptions sampler);
+  RequestMetrics(RouteLabels labels, std::array<Series*, kStageCount> stages, Series* input_size,
+                 const Clock& clock, SamplerOptions sampler);
 
   const RouteLabels& labels() const { return labels_; }
   Series& stage(Stage s) const { return *stages_[static_cast<size_t>(s)]; }
+  // kRequestInputSizeMetric of this route: what RecordRequest() records input sizes into.
+  Series& input_size() const { return *input_size_; }
   Sampler& sampler() { return sampler_; }
   const Sampler& sampler() const { return sampler_; }
   const Clock& clock() const { return clock_; }
 
   // Records a finished request measured by the caller: every stage with a non-zero duration
   // (kTotal is required) except kInterToken (whose gaps the caller records into
-  // stage(Stage::kInterToken) one by one), then offers it to the sampler. Wait-free unless the
+  // stage(Stage::kInterToken) one by one), a non-zero input size into input_size(), then
+  // offers it to the sampler. Wait-free unless the
   // request is kept. With expected_interval_ns > 0 (a client that sends every
   // expected_interval_ns), the total is recorded with coordinated-omission correction
   // (Histogram::RecordCorrected).
@@ -120,6 +170,7 @@ class RequestMetrics {
  private:
   const RouteLabels labels_;
   const std::array<Series*, kStageCount> stages_;
+  Series* const input_size_;
   const Clock& clock_;
   const Duration wall_minus_mono_;
   Sampler sampler_;
@@ -207,17 +258,33 @@ class Registry {
   Registry(const Registry&) = delete;
   Registry& operator=(const Registry&) = delete;
 
-  // The series for `name` and `labels`, created on first use. InvalidArgument for a metric
-  // name outside [a-zA-Z_:][a-zA-Z0-9_:]*, a label name outside [a-zA-Z_][a-zA-Z0-9_]* or
+  // The latency series for `name` and `labels`, created on first use. InvalidArgument for a
+  // metric name outside [a-zA-Z_:][a-zA-Z0-9_:]*, a label name outside [a-zA-Z_][a-zA-Z0-9_]* or
   // starting with "__", a label name given twice, or a label value over
   // RegistryOptions::max_label_value_bytes; ResourceExhausted for a new series past
-  // RegistryOptions::max_series. Both refusals are counted in refused().
+  // RegistryOptions::max_series. Both refusals are counted in refused(). FailedPrecondition
+  // when the series exists as another kind or unit (not counted: a caller's mistake).
   absl::StatusOr<Series*> GetOrCreate(std::string_view name, Labels labels);
+  // A value histogram of `unit`: every value recorded is kept, as for latencies. By Prometheus
+  // convention a size's name ends in "_bytes". Errors as GetOrCreate().
+  //
+  //   tailguard::Series* batch = *registry.Values("tailguard_model_batch_size",
+  //                                               {{"model", "rank"}}, tailguard::Unit::kCount);
+  //   batch->Record(items_in_this_batch);
+  absl::StatusOr<Series*> Values(std::string_view name, Labels labels, Unit unit);
+  // A gauge of `unit`: its owner Set()s or Add()s a level, each collection samples it. Errors as
+  // GetOrCreate().
+  //
+  //   tailguard::Series* queued = *registry.Gauge("tailguard_model_queue_depth",
+  //                                               {{"model", "rank"}}, tailguard::Unit::kCount);
+  //   queued->Add(1);  // on enqueue; queued->Add(-1) when a worker takes it
+  absl::StatusOr<Series*> Gauge(std::string_view name, Labels labels, Unit unit);
   // nullptr when absent (or invalid).
   Series* Find(std::string_view name, Labels labels) const;
 
-  // The request metrics of one route, created on first use. InvalidArgument when a label is
-  // empty or too long; ResourceExhausted when its kStageCount series would pass max_series.
+  // The request metrics of one route, created on first use: a latency series per stage and the
+  // input-size histogram (kStageCount + 1 series). InvalidArgument when a label is empty or too
+  // long; ResourceExhausted when its series would pass max_series.
   absl::StatusOr<RequestMetrics*> Requests(const RouteLabels& labels);
 
   // Series refused by the limits of RegistryOptions since construction.
@@ -243,8 +310,12 @@ class Registry {
  private:
   // InvalidArgument (and counted) for a label value over max_label_value_bytes.
   absl::Status CheckValues(std::string_view name, const Labels& labels);
-  // The series under `key`, made from `name` and `labels` when absent. REQUIRES: mu_ held.
-  Series* InsertLocked(std::string_view name, Labels labels, const std::string& key);
+  // GetOrCreate(), Values() and Gauge().
+  absl::StatusOr<Series*> Make(std::string_view name, Labels labels, SeriesKind kind, Unit unit);
+  // The series under `key`, made from `name` and `labels` when absent; nullptr when it exists as
+  // another kind or unit. REQUIRES: mu_ held.
+  Series* InsertLocked(std::string_view name, Labels labels, const std::string& key,
+                       SeriesKind kind, Unit unit);
 
   const Clock& clock_;
   const RegistryOptions options_;

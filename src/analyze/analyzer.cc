@@ -23,8 +23,11 @@ std::string_view ActionDecisionName(ActionDecision d) {
   return "recorded";
 }
 
-void SetLatencyStats(const Histogram& h, SeriesPoint& p) {
-  constexpr double kNs = 1e-9;
+void SetLatencyStats(const Histogram& h, SeriesPoint& p) { SetStats(h, Unit::kNanoseconds, p); }
+
+void SetStats(const Histogram& h, Unit unit, SeriesPoint& p) {
+  const double kNs = unit == Unit::kNanoseconds ? 1e-9 : 1.0;
+  p.unit = unit;
   p.count = h.count();
   if (h.empty()) return;
   p.p50 = static_cast<double>(h.Quantile(0.5)) * kNs;
@@ -163,7 +166,7 @@ void Analyzer::Analyze(const Batch& batch, std::vector<PointVerdict>* verdicts) 
     }
 
     if (!missing && a.score >= options_.anomaly_event_score) {
-      AnomalyEvent e{now, key, p.p99, a.baseline, a.score};
+      AnomalyEvent e{now, key, p.p99, a.baseline, a.score, p.unit};
       for (Subscriber* s : subscribers_) s->OnAnomaly(e);
     }
 

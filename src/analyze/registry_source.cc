@@ -39,7 +39,7 @@ absl::StatusOr<bool> RegistrySource::Next(Batch& batch) {
     p.metric = s->name();
     p.labels = s->labels();
     p.series = s;
-    SetLatencyStats(s->Window(window_, now), p);
+    SetStats(s->Window(window_, now), s->unit(), p);
     p.rate = static_cast<double>(p.count) / window_seconds;
     if (!errors_) continue;
     const std::optional<std::pair<uint64_t, uint64_t>> totals = errors_(*s);

@@ -3,8 +3,35 @@
 
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
 
 namespace tailguard {
+
+namespace {
+
+// `v` scaled down by `step` while it is at least `step`, with three significant digits and the
+// unit of its step.
+std::string Scaled(double v, double step, std::initializer_list<const char*> units) {
+  if (std::isnan(v)) return "NaN";
+  auto u = units.begin();
+  while (std::fabs(v) >= step && u + 1 != units.end()) {
+    v /= step;
+    ++u;
+  }
+  char buf[32];
+  const bool whole = u == units.begin() && v == std::floor(v);
+  const int decimals = whole || std::fabs(v) >= 100 ? 0 : (std::fabs(v) >= 10 ? 1 : 2);
+  std::snprintf(buf, sizeof(buf), "%.*f%s", decimals, v, *u);
+  return buf;
+}
+
+}  // namespace
+
+std::string FormatBytes(double bytes) {
+  return Scaled(bytes, 1024, {"B", "KiB", "MiB", "GiB", "TiB"});
+}
+
+std::string FormatCount(double n) { return Scaled(n, 1000, {"", "k", "M", "G", "T"}); }
 
 std::string FormatDuration(double ns) {
   struct Unit {

@@ -15,6 +15,11 @@ std::string FormatDuration(double ns);
 // sizes that are no whole number of KiB stay in bytes ("1 byte", "1500 bytes").
 std::string SizeText(uint64_t bytes);
 
+// A measured size with three significant digits in a binary unit: "512B", "1.50KiB", "12.3MiB".
+std::string FormatBytes(double bytes);
+// A count with three significant digits: "7", "512", "1.50k", "12.3M". "NaN" when not a number.
+std::string FormatCount(double n);
+
 }  // namespace tailguard
 
 #endif  // TAILGUARD_COMMON_FORMAT_H_

@@ -5,12 +5,21 @@
 #include <cmath>
 #include <map>
 
+#include "common/strings.h"
+
 namespace tailguard {
 namespace {
 
 constexpr double kDefaultBuckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
                                       0.01,   0.025,   0.05,   0.1,   0.25,   0.5,
                                       1,      2.5,     5,      10,    25,     60};
+
+// Value histograms (bytes, counts): powers of 4 from 1 to 4^15 (about 10^9), 16 boundaries
+// like the latencies' 18; a factor of 4 is as coarse as a scrape needs, tailguard's own
+// quantiles keep 1 %.
+constexpr double kValueBuckets[] = {1,        4,        16,        64,        256,     1024,
+                                    4096,     16384,    65536,     262144,    1048576, 4194304,
+                                    16777216, 67108864, 268435456, 1073741824};
 
 // `{a="x",b="y"` without the closing brace, so `le` can follow: the series key (which the
 // registry already builds sorted and escaped, Prometheus style) without name and brace.
@@ -21,6 +30,7 @@ std::string OpenLabels(const Series& s) {
 }  // namespace
 
 std::span<const double> DefaultExpositionBuckets() { return kDefaultBuckets; }
+std::span<const double> DefaultValueBuckets() { return kValueBuckets; }
 
 std::string FormatSampleValue(double v) {
   if (std::isnan(v)) return "NaN";
@@ -36,19 +46,45 @@ std::string FormatSampleValue(double v) {
 
 void AppendPrometheusText(const Registry& registry, std::span<const double> le_seconds,
                           std::string& out) {
-  // Group by metric name, keeping AllSeries()' key order inside each.
+  // Group by metric name, keeping AllSeries()' key order inside each. A name has one kind and
+  // unit (the registry refuses a second).
   std::map<std::string, std::vector<std::pair<Series*, Histogram>>> by_name;
   for (Series* s : registry.AllSeries()) {
+    if (s->kind() == SeriesKind::kGauge) {
+      by_name[s->name()].emplace_back(s, Histogram());
+      continue;
+    }
     Histogram h = s->Cumulative();
     // A series appears with its first collected value, as Prometheus clients do for labelled
     // series: a route's stages that never happen (streaming, say) add no empty histograms.
     if (!h.empty()) by_name[s->name()].emplace_back(s, std::move(h));
   }
-  std::vector<std::string> le_text;
-  for (double le : le_seconds) le_text.push_back(FormatSampleValue(le));
+  std::vector<std::string> le_seconds_text, le_value_text;
+  for (double le : le_seconds) le_seconds_text.push_back(FormatSampleValue(le));
+  for (double le : kValueBuckets) le_value_text.push_back(FormatSampleValue(le));
   for (const auto& [name, series] : by_name) {
-    out += "# HELP " + name + " Latency histogram recorded by tailguard, in seconds.\n";
+    const Series& first = *series.front().first;
+    const bool seconds = first.unit() == Unit::kNanoseconds;
+    // What one recorded unit is in the exported unit.
+    const double scale = seconds ? 1e-9 : 1.0;
+    // ", in seconds" or ", in bytes"; counts need no unit.
+    const std::string unit =
+        first.unit() == Unit::kCount ? std::string() : Cat(", in ", UnitName(first.unit()));
+    if (first.kind() == SeriesKind::kGauge) {
+      out += Cat("# HELP ", name, " Gauge set by its owner", unit, ".\n");
+      out += "# TYPE " + name + " gauge\n";
+      for (const auto& [s, h] : series) {
+        out += (s->labels().empty() ? name : s->key()) + " " +
+               FormatSampleValue(static_cast<double>(s->level()) * scale) + "\n";
+      }
+      continue;
+    }
+    out += Cat("# HELP ", name, seconds ? " Latency histogram" : " Histogram",
+               " recorded by tailguard", unit, ".\n");
     out += "# TYPE " + name + " histogram\n";
+    const std::span<const double> bounds =
+        seconds ? le_seconds : std::span<const double>(kValueBuckets);
+    const std::vector<std::string>& le_text = seconds ? le_seconds_text : le_value_text;
     for (const auto& [s, h] : series) {
       const std::string labels = OpenLabels(*s);
       const std::string sep = s->labels().empty() ? "" : ",";
@@ -56,10 +92,10 @@ void AppendPrometheusText(const Registry& registry, std::span<const double> le_s
       // or above its upper edge.
       uint64_t cumulative = 0;
       int bucket = 0;
-      for (size_t b = 0; b < le_seconds.size(); ++b) {
-        const double le_ns = le_seconds[b] * 1e9;
+      for (size_t b = 0; b < bounds.size(); ++b) {
+        const double le = bounds[b] / scale;
         for (; bucket < BucketLayout::kBucketCount &&
-               static_cast<double>(BucketLayout::Highest(bucket)) <= le_ns;
+               static_cast<double>(BucketLayout::Highest(bucket)) <= le;
              ++bucket) {
           cumulative += h.bucket_count(bucket);
         }
@@ -68,7 +104,7 @@ void AppendPrometheusText(const Registry& registry, std::span<const double> le_s
       }
       out += name + "_bucket" + labels + sep + "le=\"+Inf\"} " + std::to_string(h.count()) + "\n";
       out += name + "_sum" + (s->labels().empty() ? "" : labels + "}") + " " +
-             FormatSampleValue(h.sum() * 1e-9) + "\n";
+             FormatSampleValue(h.sum() * scale) + "\n";
       out += name + "_count" + (s->labels().empty() ? "" : labels + "}") + " " +
              std::to_string(h.count()) + "\n";
     }

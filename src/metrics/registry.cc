@@ -45,13 +45,47 @@ absl::StatusOr<std::string> CanonicalKey(std::string_view name, Labels& labels) 
   return metrics::SeriesKey(name, labels);
 }
 
+// "a histogram of seconds", "a gauge of count": what a series is, for errors.
+std::string KindText(SeriesKind kind, Unit unit) {
+  return Cat("a ", SeriesKindName(kind), " of ", UnitName(unit));
+}
+
 }  // namespace
+
+std::string_view UnitName(Unit u) {
+  switch (u) {
+    case Unit::kNanoseconds:
+      return "seconds";
+    case Unit::kBytes:
+      return "bytes";
+    case Unit::kCount:
+      return "count";
+  }
+  return "count";
+}
+
+std::optional<Unit> ParseUnit(std::string_view name) {
+  for (Unit u : {Unit::kNanoseconds, Unit::kBytes, Unit::kCount}) {
+    if (name == UnitName(u)) return u;
+  }
+  return std::nullopt;
+}
+
+std::string_view SeriesKindName(SeriesKind k) {
+  return k == SeriesKind::kGauge ? "gauge" : "histogram";
+}
 
 // ---------------------------------------------------------------------------------------------
 // Series
 
-Series::Series(std::string name, Labels labels, std::string key, WindowOptions windows)
-    : name_(std::move(name)), labels_(std::move(labels)), key_(std::move(key)), windows_(windows) {}
+Series::Series(std::string name, Labels labels, std::string key, WindowOptions windows,
+               SeriesKind kind, Unit unit)
+    : name_(std::move(name)),
+      labels_(std::move(labels)),
+      key_(std::move(key)),
+      kind_(kind),
+      unit_(unit),
+      windows_(windows) {}
 
 std::string_view Series::label(std::string_view name) const {
   for (const auto& [k, v] : labels_) {
@@ -61,6 +95,8 @@ std::string_view Series::label(std::string_view name) const {
 }
 
 void Series::Collect(WallTime slot) {
+  if (kind_ == SeriesKind::kGauge)
+    recorder_.Record(static_cast<uint64_t>(std::max<int64_t>(level(), 0)));
   Histogram interval = recorder_.Collect();
   std::lock_guard<std::mutex> lock(mu_);
   windows_.Add(slot, interval);
@@ -93,9 +129,10 @@ size_t Series::MemoryBytes() const {
 // RequestMetrics
 
 RequestMetrics::RequestMetrics(RouteLabels labels, std::array<Series*, kStageCount> stages,
-                               const Clock& clock, SamplerOptions sampler)
+                               Series* input_size, const Clock& clock, SamplerOptions sampler)
     : labels_(std::move(labels)),
       stages_(stages),
+      input_size_(input_size),
       clock_(clock),
       wall_minus_mono_(clock.WallNow().time_since_epoch() -
                        clock.MonotonicNow().time_since_epoch()),
@@ -114,6 +151,7 @@ SampleDecision RequestMetrics::RecordRequest(const RequestRecord& r,
     if (i == static_cast<size_t>(Stage::kInterToken)) continue;
     if (r.stage_ns[i] != 0) stages_[i]->Record(r.stage_ns[i]);
   }
+  if (r.input_size != 0) input_size_->Record(r.input_size);
   return sampler_.Offer(r);
 }
 
@@ -180,6 +218,9 @@ SampleDecision RequestTimer::Finish() {
 
 struct Registry::SeriesIndex {
   absl::flat_hash_map<std::string, std::unique_ptr<Series>> map;
+  // Each metric name's kind and unit, fixed by its first series: a Prometheus family has one
+  // type, and values of one name must mean one thing.
+  absl::flat_hash_map<std::string, std::pair<SeriesKind, Unit>> kinds;
 };
 
 Registry::Registry(const Clock& clock, RegistryOptions options)
@@ -209,16 +250,32 @@ absl::Status Registry::CheckValues(std::string_view name, const Labels& labels) 
   return absl::OkStatus();
 }
 
-Series* Registry::InsertLocked(std::string_view name, Labels labels, const std::string& key) {
+Series* Registry::InsertLocked(std::string_view name, Labels labels, const std::string& key,
+                               SeriesKind kind, Unit unit) {
+  auto [k, first] = series_->kinds.try_emplace(std::string(name), kind, unit);
+  if (k->second != std::make_pair(kind, unit)) return nullptr;
   auto [it, inserted] = series_->map.try_emplace(key);
   if (inserted) {
-    it->second =
-        std::make_unique<Series>(std::string(name), std::move(labels), key, options_.windows);
+    it->second = std::make_unique<Series>(std::string(name), std::move(labels), key,
+                                          options_.windows, kind, unit);
   }
   return it->second.get();
 }
 
 absl::StatusOr<Series*> Registry::GetOrCreate(std::string_view name, Labels labels) {
+  return Make(name, std::move(labels), SeriesKind::kHistogram, Unit::kNanoseconds);
+}
+
+absl::StatusOr<Series*> Registry::Values(std::string_view name, Labels labels, Unit unit) {
+  return Make(name, std::move(labels), SeriesKind::kHistogram, unit);
+}
+
+absl::StatusOr<Series*> Registry::Gauge(std::string_view name, Labels labels, Unit unit) {
+  return Make(name, std::move(labels), SeriesKind::kGauge, unit);
+}
+
+absl::StatusOr<Series*> Registry::Make(std::string_view name, Labels labels, SeriesKind kind,
+                                       Unit unit) {
   if (absl::Status s = CheckValues(name, labels); !s.ok()) return s;
   absl::StatusOr<std::string> key = CanonicalKey(name, labels);
   if (!key.ok()) return key.status();
@@ -229,7 +286,11 @@ absl::StatusOr<Series*> Registry::GetOrCreate(std::string_view name, Labels labe
         Cat("metric ", name, ": the registry holds ", series_->map.size(),
             " series, its limit (RegistryOptions::max_series); new series are refused"));
   }
-  return InsertLocked(name, std::move(labels), *key);
+  if (Series* s = InsertLocked(name, std::move(labels), *key, kind, unit)) return s;
+  const auto& [other_kind, other_unit] = series_->kinds.find(std::string(name))->second;
+  return absl::FailedPreconditionError(Cat("metric ", name, " is ",
+                                           KindText(other_kind, other_unit), "; asked for ",
+                                           KindText(kind, unit), ": use another metric name"));
 }
 
 Series* Registry::Find(std::string_view name, Labels labels) const {
@@ -257,15 +318,16 @@ absl::StatusOr<RequestMetrics*> Registry::Requests(const RouteLabels& route) {
   }
   // The stages' labels and keys first, then every series under one lock: all of them or none
   // (a half-made set would only take room), whatever other threads do meanwhile.
-  std::array<Labels, kStageCount> labels;
-  std::array<std::string, kStageCount> keys;
-  for (int i = 0; i < kStageCount; ++i) {
-    labels[i] = {{"model", route.model},
-                 {"version", route.version},
-                 {"route", route.route},
-                 {"stage", std::string(StageName(static_cast<Stage>(i)))}};
-    if (absl::Status s = CheckValues(kRequestDurationMetric, labels[i]); !s.ok()) return s;
-    absl::StatusOr<std::string> key = CanonicalKey(kRequestDurationMetric, labels[i]);
+  // Index kStageCount is the input-size histogram.
+  std::array<Labels, kStageCount + 1> labels;
+  std::array<std::string, kStageCount + 1> keys;
+  for (int i = 0; i <= kStageCount; ++i) {
+    labels[i] = {{"model", route.model}, {"version", route.version}, {"route", route.route}};
+    if (i < kStageCount) labels[i].emplace_back("stage", StageName(static_cast<Stage>(i)));
+    const std::string_view metric =
+        i < kStageCount ? kRequestDurationMetric : kRequestInputSizeMetric;
+    if (absl::Status s = CheckValues(metric, labels[i]); !s.ok()) return s;
+    absl::StatusOr<std::string> key = CanonicalKey(metric, labels[i]);
     if (!key.ok()) return key.status();
     keys[i] = *std::move(key);
   }
@@ -286,12 +348,28 @@ absl::StatusOr<RequestMetrics*> Registry::Requests(const RouteLabels& route) {
             series_->map.size(), " series, near its limit of ", options_.max_series,
             " (RegistryOptions::max_series); new series are refused"));
   }
+  // A metric of the set made before as another kind (Values() on its name) refuses the whole
+  // set, before any series is made.
+  for (const auto& [metric, unit] : {std::pair(kRequestDurationMetric, Unit::kNanoseconds),
+                                     std::pair(kRequestInputSizeMetric, Unit::kCount)}) {
+    auto it = series_->kinds.find(std::string(metric));
+    if (it != series_->kinds.end() && it->second != std::make_pair(SeriesKind::kHistogram, unit)) {
+      return absl::FailedPreconditionError(Cat("request metrics for model=\"", route.model,
+                                               "\": metric ", metric, " is ",
+                                               KindText(it->second.first, it->second.second),
+                                               ", not ", KindText(SeriesKind::kHistogram, unit)));
+    }
+  }
   std::array<Series*, kStageCount> stages{};
   for (int i = 0; i < kStageCount; ++i) {
     stages[static_cast<size_t>(i)] =
-        InsertLocked(kRequestDurationMetric, std::move(labels[i]), keys[i]);
+        InsertLocked(kRequestDurationMetric, std::move(labels[i]), keys[i], SeriesKind::kHistogram,
+                     Unit::kNanoseconds);
   }
-  requests_.push_back(std::make_unique<RequestMetrics>(route, stages, clock_, options_.sampler));
+  Series* input_size = InsertLocked(kRequestInputSizeMetric, std::move(labels[kStageCount]),
+                                    keys[kStageCount], SeriesKind::kHistogram, Unit::kCount);
+  requests_.push_back(
+      std::make_unique<RequestMetrics>(route, stages, input_size, clock_, options_.sampler));
   return requests_.back().get();
 }
 

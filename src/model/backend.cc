@@ -41,6 +41,21 @@ std::string TimingEntry(std::string_view name, Duration d) {
   return Cat(name, ";dur=", buf);
 }
 
+// `timings` as a Server-Timing value.
+std::string ServerTimingOf(const std::vector<TimedStage>& timings) {
+  std::string out;
+  for (const TimedStage& t : timings) {
+    if (!out.empty()) out += ", ";
+    out += TimingEntry(t.name, t.duration);
+  }
+  return out;
+}
+
+void SetTimings(InferResult& r, std::vector<TimedStage> timings) {
+  r.server_timing = ServerTimingOf(timings);
+  r.timings = std::move(timings);
+}
+
 // A submodule path as a Server-Timing metric name (an HTTP token): "encoder.0" -> "encoder_0",
 // "(root)" -> "root".
 std::string TimingName(std::string_view layer) {
@@ -62,6 +77,7 @@ std::string TimingName(std::string_view layer) {
 struct Version {
   std::string version;
   std::unique_ptr<TorchModel> torch;
+  Series* batch_size = nullptr;  // rows per forward pass; nullptr without a registry
   std::atomic<uint64_t> requests{0}, failures{0}, batches{0}, profiled{0};
   mutable std::mutex profile_mu;
   std::map<std::string, uint64_t> layer_ns, op_ns;  // guarded by profile_mu
@@ -152,6 +168,12 @@ struct ModelBackend::Impl {
     std::atomic<int64_t> pass_ns{0};
     std::atomic<bool> warned_unsplittable{false};
     std::vector<std::thread> workers;
+    Series* queue_depth = nullptr;  // requests waiting; nullptr without a registry
+
+    // The queue's length moved by `delta`. REQUIRES: mu held (so the gauge follows the queue).
+    void Queued(int64_t delta) {
+      if (queue_depth != nullptr) queue_depth->Add(delta);
+    }
   };
 
   BackendOptions options;
@@ -171,6 +193,11 @@ struct ModelBackend::Impl {
     return nullptr;
   }
 
+  // The series of the backend's signals (nullptr without a registry, or when it refuses them:
+  // signals are never worth refusing a model over).
+  Series* QueueDepthSeries(std::string_view model) const;
+  Series* BatchSizeSeries(std::string_view model, std::string_view version) const;
+
   void Work(Model& m);
   void RunBatch(Model& m, std::vector<Pending> batch);
   // One forward pass over compatible requests (after their lookups); a failed or unsplittable
@@ -181,6 +208,24 @@ struct ModelBackend::Impl {
   // nullopt when the lookup succeeded (or the model has none).
   std::optional<InferResult> LookUpFeatures(const Model& m, Pending& p);
 };
+
+Series* ModelBackend::Impl::QueueDepthSeries(std::string_view model) const {
+  if (options.registry == nullptr) return nullptr;
+  absl::StatusOr<Series*> s = options.registry->Gauge(
+      "tailguard_model_queue_depth", {{"model", std::string(model)}}, Unit::kCount);
+  if (!s.ok()) Log(Cat("model ", model, ": no queue-depth series: ", s.status().message()));
+  return s.ok() ? *s : nullptr;
+}
+
+Series* ModelBackend::Impl::BatchSizeSeries(std::string_view model,
+                                            std::string_view version) const {
+  if (options.registry == nullptr) return nullptr;
+  absl::StatusOr<Series*> s = options.registry->Values(
+      "tailguard_model_batch_size",
+      {{"model", std::string(model)}, {"version", std::string(version)}}, Unit::kCount);
+  if (!s.ok()) Log(Cat("model ", model, ": no batch-size series: ", s.status().message()));
+  return s.ok() ? *s : nullptr;
+}
 
 ModelBackend::ModelBackend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
@@ -217,6 +262,7 @@ absl::StatusOr<std::unique_ptr<ModelBackend>> ModelBackend::Create(std::vector<M
       auto version = std::make_shared<Version>();
       version->version = v.version;
       version->torch = *std::move(t);
+      version->batch_size = impl->BatchSizeSeries(c.name, v.version);
       impl->Log(Cat("model ", c.name, " version ", v.version, " loaded from ", v.path,
                     " (graph fingerprint ", version->torch->fingerprint(), ", ",
                     version->torch->parameters(), " parameters)"));
@@ -227,6 +273,7 @@ absl::StatusOr<std::unique_ptr<ModelBackend>> ModelBackend::Create(std::vector<M
       return absl::InvalidArgumentError(Cat("model \"", c.name, "\": default_version \"",
                                             m->default_version, "\" is not one of its versions"));
     }
+    m->queue_depth = impl->QueueDepthSeries(c.name);
     m->config = std::move(c);
     impl->models.push_back(std::move(m));
   }
@@ -249,6 +296,7 @@ void ModelBackend::Stop() {
       std::lock_guard<std::mutex> lock(m->mu);
       m->stopping = true;
       left.swap(m->queue);
+      m->Queued(-static_cast<int64_t>(left.size()));
       m->queued_values = 0;
     }
     m->cv.notify_all();
@@ -324,6 +372,7 @@ void ModelBackend::Submit(std::string_view model, std::string_view version, std:
   p.version = it->second;
   m->queued_values += p.input_size;
   m->queue.push_back(std::move(p));
+  m->Queued(1);
   lock.unlock();
   // All: a worker gathering a batch may not be able to take this request, an idle one can.
   m->cv.notify_all();
@@ -342,6 +391,7 @@ void ModelBackend::Impl::Work(Model& m) {
       m.queued_values -= m.queue.front().input_size;
       batch.push_back(std::move(m.queue.front()));
       m.queue.pop_front();
+      m.Queued(-1);
       size_t rows = static_cast<size_t>(RowsOf(batch.front()));
       if (max_rows > 1) {
         const MonoTime until = batch.front().enqueued + m.config.max_queue_delay;
@@ -353,6 +403,7 @@ void ModelBackend::Impl::Work(Model& m) {
               m.queued_values -= it->input_size;
               batch.push_back(std::move(*it));
               it = m.queue.erase(it);
+              m.Queued(-1);
             } else {
               ++it;
             }
@@ -380,7 +431,7 @@ void ModelBackend::Impl::Work(Model& m) {
                                 m.config.name, "\"'s queue, past its deadline (timeouts.request)"));
       r.input_size = p.input_size;
       r.version = p.version->version;
-      r.server_timing = TimingEntry("queue", now - p.enqueued);
+      SetTimings(r, {{"queue", now - p.enqueued}});
       p.done(std::move(r));
     }
     if (!batch.empty()) RunBatch(m, std::move(batch));
@@ -441,8 +492,7 @@ void ModelBackend::Impl::RunBatch(Model& m, std::vector<Pending> batch) {
     if (failed) {
       failed->input_size = batch[i].input_size;
       failed->version = batch[i].version->version;
-      failed->server_timing = Cat(TimingEntry("queue", start - batch[i].enqueued), ", ",
-                                  TimingEntry("feature", feature[i]));
+      SetTimings(*failed, {{"queue", start - batch[i].enqueued}, {"feature", feature[i]}});
       batch[i].done(*std::move(failed));
       batch.erase(batch.begin() + static_cast<ptrdiff_t>(i));
       feature.erase(feature.begin() + static_cast<ptrdiff_t>(i));
@@ -518,13 +568,14 @@ void ModelBackend::Impl::RunPass(Model& m, std::vector<Pending> batch,
     return;
   }
   version.requests.fetch_add(batch.size(), std::memory_order_relaxed);
-  std::string layers;
+  if (version.batch_size != nullptr) version.batch_size->Record(static_cast<uint64_t>(total_rows));
+  std::vector<TimedStage> layers;
   if (profile && outputs.ok()) {
     version.profiled.fetch_add(1, std::memory_order_relaxed);
     std::lock_guard<std::mutex> lock(version.profile_mu);
     for (const auto& [name, ns] : prof.layer_ns) {
       version.layer_ns[name] += ns;
-      layers += Cat(", ", TimingEntry(Cat("layer_", TimingName(name)), Duration(ns)));
+      layers.push_back({Cat("layer_", TimingName(name)), Duration(ns)});
     }
     for (const auto& [name, ns] : prof.op_ns) version.op_ns[name] += ns;
   }
@@ -552,9 +603,13 @@ void ModelBackend::Impl::RunPass(Model& m, std::vector<Pending> batch,
     row += rows[i];
     r.input_size = p.input_size;
     r.version = version.version;
-    r.server_timing = Cat(TimingEntry("queue", start - p.enqueued), ", ",
-                          TimingEntry("feature", feature[i]), ", ", TimingEntry("infer", infer),
-                          ", ", TimingEntry("post", clock.MonotonicNow() - post_start), layers);
+    r.batch_rows = static_cast<int>(total_rows);
+    std::vector<TimedStage> timings = {{"queue", start - p.enqueued},
+                                       {"feature", feature[i]},
+                                       {"infer", infer},
+                                       {"post", clock.MonotonicNow() - post_start}};
+    timings.insert(timings.end(), layers.begin(), layers.end());
+    SetTimings(r, std::move(timings));
     p.done(std::move(r));
   }
 }
@@ -583,6 +638,7 @@ absl::Status ModelBackend::LoadVersion(std::string_view model, std::string_view 
   auto v = std::make_shared<Version>();
   v->version = std::string(version);
   v->torch = *std::move(t);
+  v->batch_size = impl_->BatchSizeSeries(model, version);
   impl_->Log(Cat("model ", model, " version ", version, " loaded from ", path,
                  " (graph fingerprint ", v->torch->fingerprint(), ")"));
   std::lock_guard<std::mutex> lock(m->mu);

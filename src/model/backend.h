@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "model/model_config.h"
 #include "tailguard/clock.h"
+#include "tailguard/registry.h"
 
 namespace tailguard::model {
 
@@ -37,15 +38,31 @@ struct BackendOptions {
   FeatureLookupFn features;
   const Clock* clock = &Clock::Real();
   std::FILE* log = nullptr;  // model loads and version switches; nullptr for none
+  // Where the backend's signals go: tailguard_model_queue_depth{model} (a gauge of requests
+  // waiting) and tailguard_model_batch_size{model,version} (rows per forward pass). nullptr for
+  // none; must outlive the backend.
+  Registry* registry = nullptr;
+};
+
+// One measured part of a request.
+struct TimedStage {
+  // "queue", "feature", "infer", "post"; on a profiled pass also "layer_<submodule>" for each
+  // submodule ("encoder.0" as "layer_encoder_0": an HTTP token and a label value).
+  std::string name;
+  Duration duration{};
 };
 
 // The answer to one request.
 struct InferResult {
   int status = 200;  // 200, or the HTTP status of the error
   std::string body;  // the KServe response, or {"error": {"code", "message"}}
-  // "queue;dur=0.012, feature;dur=1.2, infer;dur=3.4, post;dur=0.05" in milliseconds; on a
-  // profiled pass also "layer_<submodule>;dur=..." for each submodule. Empty on early errors.
+  // Where the time went, in order; what the gateway records (no parsing back). Empty on early
+  // errors.
+  std::vector<TimedStage> timings;
+  // `timings` as a Server-Timing value for the client, in milliseconds:
+  // "queue;dur=0.012, feature;dur=1.2, infer;dur=3.4, post;dur=0.05, layer_fc;dur=0.8".
   std::string server_timing;
+  int batch_rows = 0;       // rows of the forward pass that answered; 0 when none ran
   int retry_after_s = 0;    // with 503 for a full queue: when to try again
   std::string version;      // the version that answered (or would have); "" when none did
   uint64_t input_size = 0;  // elements over all inputs

@@ -478,6 +478,8 @@ ApiResponse Api::Series(std::string_view query) const {
          {"key", s.series->key()},
          {"metric", s.series->name()},
          {"labels", LabelsJson(s.series->labels())},
+         {"unit", UnitName(s.series->unit())},
+         {"kind", SeriesKindName(s.series->kind())},
          {"rate", Num(s.rate)},
          {"error_ratio", Num(s.error_ratio)},
          {"alert_state", s.no_data ? std::string_view("no_data") : AlertStateName(s.alert_state)},
@@ -487,10 +489,11 @@ ApiResponse Api::Series(std::string_view query) const {
     if (cumulative) {
       if (!since_start) since_start = s.series->Cumulative();
       const Histogram& h = *since_start;
+      const double scale = s.series->unit() == Unit::kNanoseconds ? 1e-9 : 1.0;
       j["cumulative"] = {
           {"count", h.count()},
-          {"p50", h.empty() ? json(nullptr) : json(static_cast<double>(h.Quantile(0.5)) * 1e-9)},
-          {"p99", h.empty() ? json(nullptr) : json(static_cast<double>(h.Quantile(0.99)) * 1e-9)}};
+          {"p50", h.empty() ? json(nullptr) : json(static_cast<double>(h.Quantile(0.5)) * scale)},
+          {"p99", h.empty() ? json(nullptr) : json(static_cast<double>(h.Quantile(0.99)) * scale)}};
     }
     j["live"] = true;
     out.push_back(std::move(j));
@@ -504,6 +507,7 @@ ApiResponse Api::Series(std::string_view query) const {
                      {"key", s.key},
                      {"metric", s.metric},
                      {"labels", LabelsJson(s.labels)},
+                     {"unit", UnitName(s.unit)},
                      {"live", false},
                      {"count", 0},
                      {"alert_state", AlertStateName(AlertState::kNormal)},
@@ -939,7 +943,8 @@ namespace {
 
 // Each subsystem's metrics, in the order the page has always had them.
 
-// Per route: answers by status code, failures, bytes, input sizes, streamed tokens, the sampler.
+// Per route: answers by status code, failures, bytes, streamed tokens, the sampler. (Input
+// sizes are a histogram of the registry: kRequestInputSizeMetric.)
 class RouteCollector final : public metrics::Collector {
  public:
   explicit RouteCollector(RouteCounterTable* routes) : routes_table_(routes) {}
@@ -970,9 +975,6 @@ class RouteCollector final : public metrics::Collector {
               &RouteCounters::request_bytes);
     per_route("tailguard_response_bytes", "Response body bytes sent to clients.",
               &RouteCounters::response_bytes);
-    per_route("tailguard_request_input_size",
-              "Sum of request input sizes: KServe v2 tensor elements, OpenAI prompt characters.",
-              &RouteCounters::input_size_sum);
     per_route("tailguard_streamed_tokens", "Server-sent events relayed on streamed responses.",
               &RouteCounters::streamed_tokens);
 

@@ -43,7 +43,6 @@
 namespace tailguard::server {
 namespace {
 
-
 // Distinct (model, version) pairs per route before new ones are counted under model="other":
 // model names come from request paths and bodies, and must not grow the series without bound.
 constexpr size_t kMaxLabelSetsPerRoute = 64;
@@ -51,7 +50,6 @@ constexpr size_t kMaxLabelSetsPerRoute = 64;
 constexpr size_t kMaxStageNamesPerRoute = 16;
 // Request bodies past this size yield the worker between the steps that take their time.
 constexpr size_t kYieldBodyBytes = 256 * 1024;
-
 
 int64_t UnixNanos(WallTime t) { return t.time_since_epoch().count(); }
 
@@ -102,7 +100,7 @@ struct Gateway::Impl {
   std::vector<tcp::endpoint> upstream_endpoints;  // parallel to upstreams
   UpstreamShared upstream_shared;                 // what the workers' pools read of the above
   std::unique_ptr<FilterChainCollector> filter_metrics;  // the routes' filter decisions
-  std::vector<RouteRuntime> routes;               // parallel to config().routes
+  std::vector<RouteRuntime> routes;                      // parallel to config().routes
   // Analysis, store, history, journal, delivery, OTLP and the API (server/control_plane.h).
   // Before the workers, which record into the registry it reads and export spans through it,
   // and are destroyed first.
@@ -144,7 +142,8 @@ struct Gateway::Impl {
     RegistryOptions r;
     r.windows.slot = config.tick;
     const size_t per_route =
-        (kMaxLabelSetsPerRoute + 1) * (static_cast<size_t>(kStageCount) + kMaxStageNamesPerRoute);
+        (kMaxLabelSetsPerRoute + 1) *
+        (static_cast<size_t>(kStageCount) + 2 + kMaxStageNamesPerRoute);  // + input and body size
     r.max_series = std::max(r.max_series, config.routes.size() * per_route + 1024);
     return r;
   }
@@ -188,6 +187,7 @@ struct Exchange {
   size_t upstream = SIZE_MAX;  // which upstream answered (or failed last)
   bool answered = false;       // `upstream` answered (its header came)
   std::string server_timing;   // the upstream's Server-Timing header
+  std::vector<model::TimedStage> timings;  // the local backend's stages
   // The answer broke off after its header: why (for the health filter).
   std::optional<UpstreamError> broke;
   // The filter that answered or refused (SIZE_MAX: none), and its answer.
@@ -289,8 +289,7 @@ class Worker {
                                     const FilterChain& chain, FilterDecision d, Exchange& x);
   // The error of a request no upstream answered (502 or 504, saying which and why).
   awaitable<bool> WriteNoAnswer(Stream& client, unsigned version, bool keep_alive,
-                                const RouteRuntime& route, const UpstreamExchange& ux,
-                                Exchange& x);
+                                const RouteRuntime& route, const UpstreamExchange& ux, Exchange& x);
   // The relay: an answer read whole and sent on, or an event stream sent on as it comes, timing
   // every event.
   awaitable<bool> RelayBody(Stream& client, unsigned client_version, bool keep_alive, bool head,
@@ -815,7 +814,6 @@ awaitable<bool> Worker::Proxy(Stream& client, const std::string& peer,
   Exchange x;
   x.start = start;
   x.record.input_size = input_size;
-  const uint64_t request_bytes = req.body().size();
 
   const Tracing tracing = StartTrace(req);
   char trace_hex[32];
@@ -888,9 +886,7 @@ awaitable<bool> Worker::Proxy(Stream& client, const std::string& peer,
     }
   }
 
-  Add(lab.counters->request_bytes, request_bytes);
   Add(lab.counters->response_bytes, response_bytes);
-  Add(lab.counters->input_size_sum, input_size);
   Finish(lab, route_index, x, req, tracing, fr, seen);
   co_return ok;
 }
@@ -992,9 +988,10 @@ awaitable<bool> Worker::WriteNoAnswer(Stream& client, unsigned version, bool kee
             " (timeouts.request)"));
   }
   x.status = 502;
-  const char* what = ux.error == UpstreamError::kConnect    ? "could not be connected to"
-                     : ux.error == UpstreamError::kProtocol ? "sent a malformed response"
-                                                            : "closed the connection without an answer";
+  const char* what = ux.error == UpstreamError::kConnect ? "could not be connected to"
+                     : ux.error == UpstreamError::kProtocol
+                         ? "sent a malformed response"
+                         : "closed the connection without an answer";
   // Built outside the co_await (see the GCC 12 note in RelayBody).
   std::string message = Cat("upstream ", address, " ");
   if (ux.bad_answer.empty()) {
@@ -1222,7 +1219,6 @@ awaitable<bool> Worker::Local(Stream& client, http::request<http::string_body>& 
     const bool ok = co_await WriteFilterAnswer(client, req.version(), keep_alive, /*head=*/false,
                                                route.filters, d, x);
     const Labeled lab = LabelsFor(route_index, model_label, asked_version);
-    Add(lab.counters->request_bytes, req.body().size());
     Add(lab.counters->response_bytes, x.answer.body.size());
     Finish(lab, route_index, x, req, tracing, fr, seen);
     co_return ok;
@@ -1243,7 +1239,7 @@ awaitable<bool> Worker::Local(Stream& client, http::request<http::string_body>& 
           use_awaitable);
   x.upstream_end = g_.clock.MonotonicNow();
   x.status = result.status;
-  x.server_timing = result.server_timing;
+  x.timings = std::move(result.timings);
   x.record.input_size = result.input_size;
   x.answered = true;
   const Labeled lab = LabelsFor(route_index, model_label,
@@ -1265,9 +1261,7 @@ awaitable<bool> Worker::Local(Stream& client, http::request<http::string_body>& 
   client.expires_after(g_.config().timeouts.request);
   co_await http::async_write(client, res, Token(ec));
 
-  Add(lab.counters->request_bytes, req.body().size());
   Add(lab.counters->response_bytes, response_bytes);
-  Add(lab.counters->input_size_sum, x.record.input_size);
   Finish(lab, route_index, x, req, tracing, fr, seen);
   co_return !ec;
 }
@@ -1294,30 +1288,41 @@ void Worker::Finish(Labeled lab, size_t route, Exchange& x,
   r.start = lab.metrics->ToWall(x.start);
   r.status = x.status;
   r.failed = x.failed || x.status >= 500;
+  const uint64_t request_bytes = req.body().size();
+  Add(lab.counters->request_bytes, request_bytes);
+  // Sizes of the requests that sent a body (a GET's zero would only dilute them).
+  if (request_bytes > 0 && lab.counters->request_size != nullptr) {
+    lab.counters->request_size->Record(request_bytes);
+  }
 
-  // The stages the upstream reports.
-  std::vector<ServerTimingMetric> timing;
-  if (!x.server_timing.empty()) timing = ParseServerTiming(x.server_timing);
-  for (const ServerTimingMetric& m : timing) {
-    if (!(m.duration_ms >= 0)) continue;
-    const uint64_t d = static_cast<uint64_t>(m.duration_ms * 1e6);
-    if (std::optional<Stage> s = StageForServerTiming(m.name)) {
+  // The stages reported: the local backend's as it measured them (x.timings), an upstream's
+  // from its Server-Timing header.
+  auto reported = [&](std::string_view reported_name, uint64_t d) {
+    if (std::optional<Stage> s = StageForServerTiming(reported_name)) {
       r.stage_ns[static_cast<size_t>(*s)] += d;
-      continue;
+      return;
     }
-    const std::string name = SanitizeStageName(m.name);
-    if (name.empty()) continue;
+    const std::string name = SanitizeStageName(reported_name);
+    if (name.empty()) return;
     auto key = std::make_pair(static_cast<const RequestMetrics*>(lab.metrics), name);
     auto it = stages_.find(key);
     if (it == stages_.end()) {
       Series* series = g_.StageSeries(route, *lab.metrics, name);
       if (series == nullptr) {  // over the cap: not kept, for the same reason as labels
         Add(g_.counters.stage_series_dropped);
-        continue;
+        return;
       }
       it = stages_.emplace(std::move(key), series).first;
     }
     it->second->Record(d);
+  };
+  for (const model::TimedStage& t : x.timings) {
+    reported(t.name, static_cast<uint64_t>(std::max<int64_t>(t.duration.count(), 0)));
+  }
+  std::vector<ServerTimingMetric> timing;
+  if (!x.server_timing.empty()) timing = ParseServerTiming(x.server_timing);
+  for (const ServerTimingMetric& m : timing) {
+    if (m.duration_ms >= 0) reported(m.name, static_cast<uint64_t>(m.duration_ms * 1e6));
   }
 
   lab.counters->CountStatus(x.status);
@@ -1431,7 +1436,16 @@ Labeled Gateway::Impl::Lookup(size_t route, std::string model, std::string versi
     Log(Cat("route ", rt.config->name, ": cannot record requests: ", m.status().message()));
     std::abort();
   }
-  return Labeled{*m, route_counters.Get(*m)};
+  RequestMetrics* metrics = *m;
+  return Labeled{metrics, route_counters.Get(metrics, [&]() -> Series* {
+                   const RouteLabels& l = metrics->labels();
+                   absl::StatusOr<Series*> size = registry.Values(
+                       kRequestSizeMetric,
+                       {{"model", l.model}, {"version", l.version}, {"route", l.route}},
+                       Unit::kBytes);
+                   if (!size.ok()) Log(Cat("route ", l.route, ": ", size.status().message()));
+                   return size.ok() ? *size : nullptr;
+                 })};
 }
 
 Series* Gateway::Impl::StageSeries(size_t route, const RequestMetrics& m, const std::string& name) {
@@ -1547,9 +1561,9 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Create(GatewayOptions options)
     auto it = std::find_if(g->routes.begin(), g->routes.end(),
                            [&f](const RouteRuntime& rt) { return rt.config->name == f.route; });
     if (it == g->routes.end() || f.filter == nullptr) {
-      return absl::InvalidArgumentError(
-          Cat("filter ", f.filter == nullptr ? std::string("(null)") : std::string(f.filter->name()),
-              ": no route is named \"", f.route, "\""));
+      return absl::InvalidArgumentError(Cat(
+          "filter ", f.filter == nullptr ? std::string("(null)") : std::string(f.filter->name()),
+          ": no route is named \"", f.route, "\""));
     }
     it->filters.Add(f.filter);
   }
@@ -1617,6 +1631,7 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Create(GatewayOptions options)
     backend.features = [features](std::string_view key) { return features->Get(key); };
     backend.clock = &g->clock;
     backend.log = g->options.log;
+    backend.registry = &g->registry;
     absl::StatusOr<std::unique_ptr<model::ModelBackend>> b =
         model::ModelBackend::Create(cfg.models, backend);
     if (!b.ok()) return absl::InvalidArgumentError(Cat("models: ", b.status().message()));

@@ -37,10 +37,23 @@ void CopyStats(const SeriesPoint& from, HistoryPoint& p) {
   p.max = from.max;
 }
 
-void FillStats(const Histogram& h, HistoryPoint& p) {
+void FillStats(const Histogram& h, Unit unit, HistoryPoint& p) {
   SeriesPoint point;
-  SetLatencyStats(h, point);
+  SetStats(h, unit, point);
   CopyStats(point, p);
+}
+
+// A statistic in its unit for a person: "12.3 ms", "4.0 KiB", "512".
+std::string FormatValue(double v, Unit unit) {
+  switch (unit) {
+    case Unit::kNanoseconds:
+      return FormatDuration(v * 1e9);
+    case Unit::kBytes:
+      return FormatBytes(v);
+    case Unit::kCount:
+      return FormatCount(v);
+  }
+  return FormatCount(v);
 }
 
 // What a series remembers between ticks.
@@ -303,20 +316,23 @@ void LiveLoop::Tick() {
     if (new_minute) {
       store::SeriesMinutes* rows = nullptr;
       if (options_.history != nullptr) {
-        batch_rows.push_back({s->key(), s->name(), s->labels(), {}});
+        batch_rows.push_back({s->key(), s->name(), s->labels(), {}, s->unit()});
         rows = &batch_rows.back();
       }
       for (size_t j = 0; j < ends.size(); ++j) {
         const Histogram& minute = minutes[i * ends.size() + j];
         HistoryPoint m;
         m.time = ends[j];
-        FillStats(minute, m);
+        FillStats(minute, s->unit(), m);
         m.anomaly_score = stats.anomaly_score;
         m.baseline_p99 = stats.baseline_p99;
         m.forecast = stats.forecast;
         m.forecast_lower = stats.forecast_lower;
         m.forecast_upper = stats.forecast_upper;
-        std::string heatmap = EncodeHeatmapRow(HeatmapRowOf(minute));
+        // Heatmaps are of latencies (their buckets start at 1 us).
+        std::string heatmap = s->unit() == Unit::kNanoseconds
+                                  ? EncodeHeatmapRow(HeatmapRowOf(minute))
+                                  : std::string();
         if (rows != nullptr) rows->minutes.push_back(ToRow(m, heatmap));
         st.minutes.push_back({m, std::move(heatmap)});
       }
@@ -464,9 +480,9 @@ void LiveLoop::OnAnomaly(const AnomalyEvent& a) {
   e.value = a.p99;
   e.baseline_p99 = a.baseline;
   e.message =
-      Cat("anomaly on ", a.series, ": P99 ", FormatDuration(a.p99 * 1e9),
+      Cat("anomaly on ", a.series, ": P99 ", FormatValue(a.p99, a.unit),
           std::isnan(a.baseline) ? std::string()
-                                 : Cat(" against a baseline of ", FormatDuration(a.baseline * 1e9)),
+                                 : Cat(" against a baseline of ", FormatValue(a.baseline, a.unit)),
           " (score ", std::to_string(a.score).substr(0, 4), ")");
   PushEvent(std::move(e));
 }
@@ -671,7 +687,7 @@ absl::StatusOr<std::vector<HistoryPoint>> LiveLoop::History(std::string_view id,
   for (size_t k = old.size(); k < columns.size(); ++k) {
     const WallTime t = columns[k].end;
     HistoryPoint& p = out[k];
-    FillStats(series->Window(step, t), p);
+    FillStats(series->Window(step, t), series->unit(), p);
     // The score of the last tick at or before t.
     auto s = std::upper_bound(scores.begin(), scores.end(), t,
                               [](WallTime v, const TickScore& x) { return v < x.time; });
@@ -694,6 +710,11 @@ absl::StatusOr<tailguard::Heatmap> LiveLoop::Heatmap(std::string_view id, WallTi
   absl::StatusOr<Plan> plan = PlanRange(id, from, to, step);
   if (!plan.ok()) return plan.status();
   Series* const series = plan->series;
+  if (series != nullptr && series->unit() != Unit::kNanoseconds) {
+    return absl::InvalidArgumentError(Cat("series ", id, " (", series->key(), ") measures ",
+                                          UnitName(series->unit()),
+                                          ": heatmaps are of latencies; ask for its history"));
+  }
   const std::vector<Column>& columns = plan->columns;
   const Duration old_step = plan->old_step;
 
@@ -744,7 +765,7 @@ std::vector<StoredSeries> LiveLoop::StoredSeries() const {
   for (store::StoredSeriesInfo& s : *all) {
     if (by_id_.contains(s.id)) continue;
     out.push_back({std::move(s.id), std::move(s.key), std::move(s.metric), std::move(s.labels),
-                   s.first, s.last});
+                   s.first, s.last, s.unit});
   }
   return out;
 }

@@ -78,7 +78,7 @@ struct LiveLoopOptions {
 // Most minutes of per-minute history one History() or Heatmap() call reads (about 69 days).
 inline constexpr int64_t kMaxHistoryMinutes = 100000;
 
-// One point of a series' history.
+// One point of a series' history, in the series' unit (latencies in seconds).
 struct HistoryPoint {
   WallTime time{};  // end of the interval (of a per-minute point: a minute boundary)
   uint64_t count = 0;
@@ -103,6 +103,7 @@ struct StoredSeries {
   Labels labels;
   WallTime first{};  // its oldest and newest stored minute
   WallTime last{};
+  Unit unit = Unit::kNanoseconds;  // what it measures
 };
 
 // The statistics of a series at the latest tick, over LiveLoopOptions::window.

@@ -10,8 +10,10 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "common/mutex.h"
 #include "tailguard/clock.h"
 #include "tailguard/registry.h"
@@ -24,16 +26,21 @@ inline void Add(std::atomic<uint64_t>& c, uint64_t n = 1) {
 inline uint64_t Load(const std::atomic<uint64_t>& c) { return c.load(std::memory_order_relaxed); }
 
 // Counters of one (model, version, route): requests by HTTP status, bytes, and samples exported.
+// Each request's body size in bytes, a value histogram with labels model, version, route.
+inline constexpr std::string_view kRequestSizeMetric = "tailguard_request_size_bytes";
+
 struct RouteCounters {
-  explicit RouteCounters(RequestMetrics* m) : metrics(m) {}
+  RouteCounters(RequestMetrics* m, Series* size) : metrics(m), request_size(size) {}
 
   RequestMetrics* const metrics;
+  // kRequestSizeMetric of the route's labels: each request's body bytes; nullptr when the
+  // registry refused it.
+  Series* const request_size;
   // Indexed by status code; 0 holds codes outside [100, 599] and requests without an answer
   // (the client went away, or a stream broke after its header).
   std::array<std::atomic<uint64_t>, 600> by_code{};
   std::atomic<uint64_t> request_bytes{0};
   std::atomic<uint64_t> response_bytes{0};
-  std::atomic<uint64_t> input_size_sum{0};  // KServe tensor elements, OpenAI prompt characters
   std::atomic<uint64_t> streamed_tokens{0};
   std::atomic<uint64_t> failed{0};  // 5xx, upstream errors and broken streams
 
@@ -62,8 +69,9 @@ inline const char* UpstreamErrorName(UpstreamError e) {
 
 // One upstream server (host:port) with its passive health, shared by every route and worker
 // that sends to it. The health filter (server/health_filter.h) counts failures and successes;
-// the upstream pool reads Available() and TryProbe(). Passive health as nginx's max_fails / fail_timeout: after `max_fails`
-// consecutive failures the upstream is skipped for `fail_timeout`, then tried again.
+// the upstream pool reads Available() and TryProbe(). Passive health as nginx's max_fails /
+// fail_timeout: after `max_fails` consecutive failures the upstream is skipped for `fail_timeout`,
+// then tried again.
 struct UpstreamState {
   UpstreamState(std::string host_, uint16_t port_, int max_fails_, Duration fail_timeout_)
       : host(std::move(host_)), port(port_), max_fails(max_fails_), fail_timeout(fail_timeout_) {}
@@ -171,12 +179,13 @@ struct GatewayCounters {
 // handed out stays valid for the life of the table.
 class RouteCounterTable {
  public:
-  RouteCounters* Get(RequestMetrics* m) {
+  // The counters of `m`, made on first use with the request-size series `make_size()` gives.
+  RouteCounters* Get(RequestMetrics* m, absl::FunctionRef<Series*()> make_size) {
     MutexLock lock(&mu_);
     for (auto& c : all_) {
       if (c->metrics == m) return c.get();
     }
-    all_.push_back(std::make_unique<RouteCounters>(m));
+    all_.push_back(std::make_unique<RouteCounters>(m, make_size()));
     return all_.back().get();
   }
   std::vector<RouteCounters*> All() const {

@@ -41,7 +41,7 @@ MinuteRow ReadPoint(const Statement& st) {
   return r;
 }
 
-constexpr std::string_view kSeriesColumns = "id, key, metric, labels, first_at, last_at";
+constexpr std::string_view kSeriesColumns = "id, key, metric, labels, first_at, last_at, unit";
 
 absl::StatusOr<StoredSeriesInfo> ReadSeries(const Statement& st) {
   StoredSeriesInfo s;
@@ -53,6 +53,11 @@ absl::StatusOr<StoredSeriesInfo> ReadSeries(const Statement& st) {
   s.labels = *std::move(labels);
   s.first = FromNs(st.ColumnInt64(4));
   s.last = FromNs(st.ColumnInt64(5));
+  const std::string unit = st.ColumnText(6);
+  const std::optional<Unit> u = ParseUnit(unit);
+  if (!u)
+    return absl::DataLossError(Cat("history: series ", s.key, " has unknown unit \"", unit, "\""));
+  s.unit = *u;
   return s;
 }
 
@@ -77,10 +82,10 @@ struct Statements {
 
   static absl::StatusOr<Statements> Prepare(Database& db) {
     absl::StatusOr<Statement> upsert = db.Prepare(
-        "INSERT INTO series (id, key, metric, labels, first_at, last_at) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
+        "INSERT INTO series (id, key, metric, labels, first_at, last_at, unit) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
         "ON CONFLICT (id) DO UPDATE SET first_at = min(first_at, excluded.first_at), "
-        "last_at = max(last_at, excluded.last_at) "
+        "last_at = max(last_at, excluded.last_at), unit = excluded.unit "
         "RETURNING seq");
     if (!upsert.ok()) return upsert.status();
     absl::StatusOr<Statement> exists =
@@ -110,7 +115,8 @@ struct Statements {
         .Bind(3, s.metric)
         .Bind(4, EncodeLabels(s.labels))
         .Bind(5, Ns(first))
-        .Bind(6, Ns(last));
+        .Bind(6, Ns(last))
+        .Bind(7, UnitName(s.unit));
     absl::StatusOr<bool> row = upsert.Step();
     if (!row.ok()) return row.status();
     if (!*row) return absl::InternalError(Cat(path, ": series upsert returned no row"));

@@ -25,7 +25,8 @@
 
 namespace tailguard::store {
 
-// One minute of one series. Latencies in seconds; NaN when unknown (stored as NULL).
+// One minute of one series, in the series' unit (latencies in seconds); NaN when unknown (stored
+// as NULL).
 struct MinuteRow {
   WallTime time{};  // end of the minute
   uint64_t count = 0;
@@ -43,6 +44,7 @@ struct SeriesMinutes {
   std::string metric;
   Labels labels;  // sorted by name
   std::vector<MinuteRow> minutes;
+  Unit unit = Unit::kNanoseconds;  // what the minutes measure (kept with the series)
 };
 
 // A series the store knows.
@@ -53,6 +55,7 @@ struct StoredSeriesInfo {
   Labels labels;
   WallTime first{};  // the oldest minute written
   WallTime last{};   // the newest minute written
+  Unit unit = Unit::kNanoseconds;
 };
 
 // A heatmap row of one minute.

@@ -375,6 +375,48 @@ TEST(AnalyzerTest, AMissingP99IsMissingNotZero) {
   EXPECT_TRUE(std::isnan(v[0].score));
 }
 
+// A value series goes through the same analysis as a latency, in its own unit: the points carry
+// it, the detectors see its values, an anomaly says which unit its P99 is in, and the default
+// rules (on total latency) raise no alert for it.
+TEST(AnalyzerTest, ValueSeriesAreAnalysedInTheirUnit) {
+  FakeClock clock(kStart);
+  Registry registry(clock);
+  RegistrySource source(registry, seconds(10));
+  Series* size =
+      *registry.Values("tailguard_request_input_size", {{"route", "rank"}}, Unit::kCount);
+  absl::StatusOr<std::unique_ptr<Analyzer>> a = Analyzer::Create(DefaultAlertRules(), {});
+  ASSERT_TRUE(a.ok());
+  struct Heard final : Subscriber {
+    std::vector<AnomalyEvent> anomalies;
+    int alerts = 0;
+    void OnAnomaly(const AnomalyEvent& e) override { anomalies.push_back(e); }
+    void OnAlertEvent(const AlertEvent&) override { ++alerts; }
+  } heard;
+  (*a)->Subscribe(&heard);
+  Batch batch;
+  SeriesPoint last;
+  for (int tick = 0; tick < 400; ++tick) {
+    // 1000 elements with a little spread, then inputs twenty times wider (a feature service
+    // that widened its inputs).
+    const uint64_t base = tick < 360 ? 1000 : 20000;
+    for (int i = 0; i < 20; ++i) size->Record(base + static_cast<uint64_t>((tick * 7 + i) % 50));
+    clock.Advance(seconds(1));
+    ASSERT_TRUE(source.Next(batch).ok());
+    ASSERT_EQ(batch.points.size(), 1u);
+    (*a)->Analyze(batch);
+    last = batch.points[0];
+  }
+  EXPECT_EQ(last.unit, Unit::kCount);
+  EXPECT_NEAR(last.p50, 20025, 20025.0 / 128);  // counts, not seconds
+  ASSERT_FALSE(heard.anomalies.empty());
+  const AnomalyEvent& e = heard.anomalies.back();
+  EXPECT_EQ(e.series, size->key());
+  EXPECT_EQ(e.unit, Unit::kCount);
+  EXPECT_GT(e.p99, 10000);
+  EXPECT_GE(e.time, kStart + seconds(360));
+  EXPECT_EQ(heard.alerts, 0);
+}
+
 // A source ends; Run() stops there, and a source's error comes back as it is.
 TEST(AnalyzerTest, RunStopsAtTheEndOfASourceAndReturnsItsError) {
   absl::StatusOr<std::unique_ptr<Analyzer>> a = Analyzer::Create(DefaultAlertRules(), {});

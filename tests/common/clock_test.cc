@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "common/format.h"
 
 namespace tailguard {
@@ -41,6 +43,17 @@ TEST(FormatTest, DurationsUseThreeSignificantDigits) {
   EXPECT_EQ(FormatDuration(123'400'000), "123ms");
   EXPECT_EQ(FormatDuration(1.2e9), "1.20s");
   EXPECT_EQ(FormatDuration(150e9), "2.5min");
+}
+
+TEST(FormatTest, BytesAndCounts) {
+  EXPECT_EQ(FormatBytes(512), "512B");
+  EXPECT_EQ(FormatBytes(1536), "1.50KiB");
+  EXPECT_EQ(FormatBytes(12.3 * 1024 * 1024), "12.3MiB");
+  EXPECT_EQ(FormatCount(7), "7");
+  EXPECT_EQ(FormatCount(2.5), "2.50");
+  EXPECT_EQ(FormatCount(1500), "1.50k");
+  EXPECT_EQ(FormatCount(12.3e6), "12.3M");
+  EXPECT_EQ(FormatCount(std::nan("")), "NaN");
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 
 namespace tailguard {
@@ -80,6 +81,42 @@ TEST(ExpositionTest, BucketsAreCumulativeAndEndAtTheCount) {
   EXPECT_EQ(previous, s->Cumulative().count());
   EXPECT_THAT(text, HasSubstr("x_seconds_count " + std::to_string(previous) + "\n"));
   EXPECT_THAT(text, Not(HasSubstr("x_seconds_count{")));
+}
+
+TEST(ExpositionTest, ValueHistogramsAndGaugesInTheirUnits) {
+  FakeClock clock;
+  Registry reg(clock);
+  Series* size = *reg.Values("tailguard_request_size_bytes", {{"route", "rank"}}, Unit::kBytes);
+  for (uint64_t v : {3, 4, 5, 1000}) size->Record(v);
+  Series* queued = *reg.Gauge("tailguard_model_queue_depth", {{"model", "rank"}}, Unit::kCount);
+  queued->Set(7);
+  Series* idle = *reg.Gauge("idle", {}, Unit::kCount);
+  idle->Set(2);
+  clock.Advance(std::chrono::seconds(1));
+  reg.Collect();
+  queued->Set(9);  // a gauge shows its level now, not the last sample
+  const std::vector<std::string> lines = Lines(PrometheusText(reg));
+  auto has = [&](const std::string& line) {
+    return std::find(lines.begin(), lines.end(), line) != lines.end();
+  };
+  EXPECT_TRUE(has("# TYPE tailguard_request_size_bytes histogram"));
+  EXPECT_TRUE(
+      has("# HELP tailguard_request_size_bytes Histogram recorded by tailguard, in bytes."));
+  // Powers of 4, values unscaled: 3 and 4 at or below 4, 5 at or below 16, 1000 at or below 1024.
+  EXPECT_TRUE(has("tailguard_request_size_bytes_bucket{route=\"rank\",le=\"1\"} 0"));
+  EXPECT_TRUE(has("tailguard_request_size_bytes_bucket{route=\"rank\",le=\"4\"} 2"));
+  EXPECT_TRUE(has("tailguard_request_size_bytes_bucket{route=\"rank\",le=\"16\"} 3"));
+  EXPECT_TRUE(has("tailguard_request_size_bytes_bucket{route=\"rank\",le=\"256\"} 3"));
+  EXPECT_TRUE(has("tailguard_request_size_bytes_bucket{route=\"rank\",le=\"1024\"} 4"));
+  EXPECT_TRUE(has("tailguard_request_size_bytes_bucket{route=\"rank\",le=\"1073741824\"} 4"));
+  EXPECT_TRUE(has("tailguard_request_size_bytes_bucket{route=\"rank\",le=\"+Inf\"} 4"));
+  // Collected values read as their bucket's midpoint: 1000 as 1004 (values below 128 exactly).
+  EXPECT_TRUE(has("tailguard_request_size_bytes_sum{route=\"rank\"} 1016"));
+  EXPECT_TRUE(has("tailguard_request_size_bytes_count{route=\"rank\"} 4"));
+  EXPECT_TRUE(has("# TYPE tailguard_model_queue_depth gauge"));
+  EXPECT_TRUE(has("tailguard_model_queue_depth{model=\"rank\"} 9"));
+  EXPECT_TRUE(has("idle 2"));
+  EXPECT_EQ(DefaultValueBuckets().size(), 16u);
 }
 
 TEST(ExpositionTest, LabelValuesAreEscaped) {

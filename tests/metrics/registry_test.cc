@@ -126,6 +126,95 @@ TEST(RequestTimerTest, MeasuresStagesTotalAndFirstToken) {
   EXPECT_EQ(r.input_size, 512u);
   EXPECT_EQ(r.trace(), "0af7651916cd43dd8448eb211c80319c");
   EXPECT_EQ(r.start, FakeClock::DefaultStart());
+  // The input size went into the route's value histogram, in counts.
+  const Series& size = m.input_size();
+  EXPECT_EQ(size.key(),
+            "tailguard_request_input_size{model=\"llm\",route=\"/v1/chat/completions\","
+            "version=\"v2\"}");
+  EXPECT_EQ(size.unit(), Unit::kCount);
+  EXPECT_EQ(size.LastInterval().count(), 1u);
+  EXPECT_NEAR(static_cast<double>(size.LastInterval().max()), 512, 512.0 / 128);
+}
+
+TEST(RequestTimerTest, ARequestWithoutAnInputSizeRecordsNone) {
+  FakeClock clock;
+  Registry reg(clock);
+  RequestMetrics& m = **reg.Requests({"rank", "v1", "/rank"});
+  { RequestTimer t(m); }
+  reg.Collect();
+  EXPECT_EQ(m.stage(Stage::kTotal).LastInterval().count(), 1u);
+  EXPECT_TRUE(m.input_size().LastInterval().empty());
+}
+
+TEST(ValueSeriesTest, ValuesKeepTheirUnitAndEveryValue) {
+  FakeClock clock;
+  Registry reg(clock);
+  Series* batch = *reg.Values("batch_size", {{"model", "rank"}}, Unit::kCount);
+  EXPECT_EQ(batch->kind(), SeriesKind::kHistogram);
+  EXPECT_EQ(batch->unit(), Unit::kCount);
+  for (uint64_t v : {1, 2, 8, 8, 32}) batch->Record(v);
+  clock.Advance(seconds(1));
+  reg.Collect();
+  const Histogram h = batch->LastInterval();
+  EXPECT_EQ(h.count(), 5u);
+  EXPECT_EQ(h.min(), 1u);  // below 128 every value has a bucket of its own: exact
+  EXPECT_EQ(h.max(), 32u);
+  EXPECT_EQ(h.Quantile(0.5), 8u);
+  EXPECT_EQ(*reg.Values("batch_size", {{"model", "rank"}}, Unit::kCount), batch);
+}
+
+TEST(ValueSeriesTest, AGaugeIsSampledOncePerCollection) {
+  FakeClock clock;
+  Registry reg(clock);
+  Series* queued = *reg.Gauge("queue_depth", {{"model", "rank"}}, Unit::kCount);
+  EXPECT_EQ(queued->kind(), SeriesKind::kGauge);
+  // Levels 3, 5, 4, then below zero (sampled as 0), one per slot.
+  queued->Add(3);
+  clock.Advance(seconds(1));
+  reg.Collect();
+  queued->Add(2);
+  clock.Advance(seconds(1));
+  reg.Collect();
+  queued->Add(-1);
+  clock.Advance(seconds(1));
+  reg.Collect();
+  EXPECT_EQ(queued->level(), 4);
+  const Histogram w = queued->Window(kWindow10s, clock.WallNow());
+  EXPECT_EQ(w.count(), 3u);
+  EXPECT_EQ(w.min(), 3u);
+  EXPECT_EQ(w.max(), 5u);
+  queued->Set(-2);
+  clock.Advance(seconds(1));
+  reg.Collect();
+  EXPECT_EQ(queued->LastInterval().count(), 1u);
+  EXPECT_EQ(queued->LastInterval().max(), 0u);
+}
+
+TEST(ValueSeriesTest, ANameKeepsItsKindAndUnit) {
+  Registry reg;
+  ASSERT_TRUE(reg.Values("size_bytes", {{"route", "a"}}, Unit::kBytes).ok());
+  // Another label set of the same name must measure the same thing: one Prometheus family.
+  absl::StatusOr<Series*> s = reg.Gauge("size_bytes", {{"route", "b"}}, Unit::kBytes);
+  EXPECT_TRUE(absl::IsFailedPrecondition(s.status())) << s.status();
+  EXPECT_THAT(std::string(s.status().message()),
+              HasSubstr("size_bytes is a histogram of bytes; asked for a gauge of bytes"));
+  EXPECT_TRUE(absl::IsFailedPrecondition(reg.GetOrCreate("size_bytes", {}).status()));
+  EXPECT_TRUE(absl::IsFailedPrecondition(reg.Values("size_bytes", {}, Unit::kCount).status()));
+  EXPECT_EQ(reg.AllSeries().size(), 1u);
+  EXPECT_EQ(reg.refused(), 0u);  // a caller's mistake, not a bound
+  // Request metrics refuse a clash whole, before making any series.
+  ASSERT_TRUE(reg.Gauge(std::string(kRequestInputSizeMetric), {}, Unit::kCount).ok());
+  absl::StatusOr<RequestMetrics*> m = reg.Requests({"a", "1", "r"});
+  EXPECT_TRUE(absl::IsFailedPrecondition(m.status())) << m.status();
+  EXPECT_EQ(reg.AllSeries().size(), 2u);
+}
+
+TEST(ValueSeriesTest, UnitNamesReadBack) {
+  for (Unit u : {Unit::kNanoseconds, Unit::kBytes, Unit::kCount}) {
+    EXPECT_EQ(ParseUnit(UnitName(u)), u);
+  }
+  EXPECT_EQ(UnitName(Unit::kNanoseconds), "seconds");
+  EXPECT_EQ(ParseUnit("ms"), std::nullopt);
 }
 
 TEST(RequestTimerTest, FinishIsIdempotent) {
@@ -174,7 +263,8 @@ TEST(SeriesTest, MemoryCountsPerThreadWriters) {
 TEST(RegistryLimitsTest, RefusesLongLabelValuesAndSeriesPastTheLimit) {
   RegistryOptions options;
   options.max_label_value_bytes = 16;
-  options.max_series = kStageCount + 2;  // one RequestMetrics, the "aaa" series and one more
+  // One RequestMetrics (a series per stage and the input size), the "aaa" series and one more.
+  options.max_series = kStageCount + 3;
   Registry r(Clock::Real(), options);
   absl::StatusOr<Series*> s = r.GetOrCreate("m", {{"model", std::string(17, 'a')}});
   EXPECT_TRUE(absl::IsInvalidArgument(s.status())) << s.status();

@@ -117,8 +117,10 @@ std::vector<double> Outputs(const InferResult& r) {
   return doc["outputs"][0]["data"].get<std::vector<double>>();
 }
 
-std::unique_ptr<ModelBackend> Make(std::vector<ModelConfig> models, store::FeatureStore* features) {
+std::unique_ptr<ModelBackend> Make(std::vector<ModelConfig> models, store::FeatureStore* features,
+                                   Registry* registry = nullptr) {
   BackendOptions o;
+  o.registry = registry;
   if (features != nullptr) {
     o.features = [features](std::string_view key) { return features->Get(key); };
   }
@@ -182,7 +184,8 @@ TEST(BackendTest, BatchesCompatibleRequestsUpToTheLimitAndSplitsTheAnswers) {
   ModelConfig text = Text();
   text.max_batch_size = 4;
   text.max_queue_delay = std::chrono::seconds(2);  // long enough for all 8 to arrive
-  auto b = Make({text}, nullptr);
+  Registry registry;
+  auto b = Make({text}, nullptr, &registry);
   ASSERT_NE(b, nullptr);
   std::vector<std::future<InferResult>> answers;
   std::vector<std::promise<InferResult>> promises(8);
@@ -206,6 +209,19 @@ TEST(BackendTest, BatchesCompatibleRequestsUpToTheLimitAndSplitsTheAnswers) {
   const ModelStatus s = b->Status()[0];
   EXPECT_EQ(s.versions[0].requests, 8u);
   EXPECT_EQ(s.versions[0].batches, 2u);  // 4 + 4: never more than max_batch_size rows
+  // The same as signals: two passes of 4 rows each, and an empty queue.
+  registry.Collect();
+  Series* rows = registry.Find("tailguard_model_batch_size", {{"model", "text"}, {"version", "1"}});
+  ASSERT_NE(rows, nullptr);
+  EXPECT_EQ(rows->unit(), Unit::kCount);
+  EXPECT_EQ(rows->Cumulative().count(), 2u);
+  EXPECT_EQ(rows->Cumulative().min(), 4u);
+  EXPECT_EQ(rows->Cumulative().max(), 4u);
+  Series* queued = registry.Find("tailguard_model_queue_depth", {{"model", "text"}});
+  ASSERT_NE(queued, nullptr);
+  EXPECT_EQ(queued->kind(), SeriesKind::kGauge);
+  EXPECT_EQ(queued->level(), 0);
+  EXPECT_EQ(queued->Cumulative().count(), 1u);  // sampled once, by the collection
 
   // Different sequence lengths never share a pass.
   ModelConfig quick = Text();
@@ -401,6 +417,21 @@ TEST(BackendTest, ProfilesTheSampledFractionPerSubmoduleAndOperator) {
     const InferResult r = Call(*b, "text", "", TextBody(1, 16, i));
     ASSERT_EQ(r.status, 200);
     with_layers += r.server_timing.find("layer_") != std::string::npos;
+    EXPECT_EQ(r.batch_rows, 1);
+    // The structured timings are what the header says, in order, submodules after the stages.
+    ASSERT_GE(r.timings.size(), 4u);
+    EXPECT_EQ(r.timings[0].name, "queue");
+    EXPECT_EQ(r.timings[2].name, "infer");
+    EXPECT_GT(r.timings[2].duration, Duration(0));
+    std::string names;
+    for (const TimedStage& t : r.timings) names += t.name + ";dur=,";
+    size_t layers = 0;
+    for (const TimedStage& t : r.timings) layers += t.name.starts_with("layer_");
+    EXPECT_EQ(layers > 0, r.server_timing.find("layer_") != std::string::npos);
+    if (layers > 0) {
+      EXPECT_THAT(names, HasSubstr("layer_encoder_0;"));
+      EXPECT_THAT(r.server_timing, HasSubstr("layer_encoder_0;dur="));
+    }
   }
   EXPECT_EQ(with_layers, 2);
   const VersionStatus v = b->Status()[0].versions[0];

@@ -104,9 +104,22 @@ TEST_F(ControlPlaneTest, AnalysesARegistryAndAnswersItsApiWithoutAGateway) {
   const json series = json::parse(r.body)["series"];
   ASSERT_EQ(series.size(), 1u) << r.body;
   EXPECT_EQ(series[0]["labels"]["route"], "fraud");
+  EXPECT_EQ(series[0]["unit"], "seconds");
+  EXPECT_EQ(series[0]["kind"], "histogram");
+  // A gauge is listed in its unit, with its level's statistics.
+  Series* queued = *registry_.Gauge("queue_depth", {{"route", "fraud"}}, Unit::kCount);
+  queued->Set(12);
+  Run(2, milliseconds(20));
+  r = Get("/api/v1/series?match=" + std::string("{__name__=\"queue_depth\"}"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json gauges = json::parse(r.body)["series"];
+  ASSERT_EQ(gauges.size(), 1u) << r.body;
+  EXPECT_EQ(gauges[0]["unit"], "count");
+  EXPECT_EQ(gauges[0]["kind"], "gauge");
+  EXPECT_EQ(gauges[0]["p99"], 12);
   r = Get("/metrics");
   ASSERT_EQ(r.status, 200);
-  EXPECT_THAT(r.body, HasSubstr("tailguard_analysis_ticks_total 5"));
+  EXPECT_THAT(r.body, HasSubstr("tailguard_analysis_ticks_total 7"));
   EXPECT_THAT(r.body, HasSubstr("tailguard_request_duration_seconds_bucket{"));
   // No data plane: no gateway or upstream families, and ready.
   EXPECT_THAT(r.body, ::testing::Not(HasSubstr("tailguard_upstream_up")));

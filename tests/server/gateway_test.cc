@@ -23,12 +23,12 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
+#include "common/mutex.h"
+#include "common/strings.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "integration/test_upstream_process.h"
 #include "nlohmann/json.hpp"
-#include "common/mutex.h"
-#include "common/strings.h"
 #include "server/dashboard.h"
 #include "server/filter.h"
 #include "server/gateway_config.h"
@@ -99,6 +99,25 @@ TEST_F(GatewayTest, KServeLabelsInputSizeAndServerTimingStages) {
       gateway_->loop().SlowestSamples(std::chrono::minutes(5), 10);
   ASSERT_EQ(samples.size(), 1u);
   EXPECT_EQ(samples[0].sample.record.input_size, 10u);  // 2*3 + 4
+  // The input size and the body's size are value histograms of the route, on /metrics.
+  const Labels route = {{"model", "risk"}, {"version", "7"}, {"route", "triton"}};
+  Series* input = gateway_->registry().Find(kRequestInputSizeMetric, route);
+  ASSERT_NE(input, nullptr);
+  EXPECT_EQ(input->unit(), Unit::kCount);
+  EXPECT_EQ(input->Cumulative().max(), 10u);
+  Series* size = gateway_->registry().Find("tailguard_request_size_bytes", route);
+  ASSERT_NE(size, nullptr);
+  EXPECT_EQ(size->unit(), Unit::kBytes);
+  EXPECT_EQ(size->Cumulative().count(), 1u);
+  EXPECT_NEAR(static_cast<double>(size->Cumulative().max()), static_cast<double>(body.size()),
+              static_cast<double>(body.size()) / 128);
+  const std::string metrics = Fetch(port_, "/metrics").body;
+  EXPECT_THAT(metrics, HasSubstr("# TYPE tailguard_request_input_size histogram"));
+  EXPECT_THAT(metrics, HasSubstr("tailguard_request_input_size_bucket{model=\"risk\","
+                                 "route=\"triton\",version=\"7\",le=\"16\"} 1"));
+  EXPECT_THAT(metrics, HasSubstr("tailguard_request_input_size_sum{model=\"risk\","
+                                 "route=\"triton\",version=\"7\"} 10"));
+  EXPECT_THAT(metrics, HasSubstr("# TYPE tailguard_request_size_bytes histogram"));
   // Queue wait is a stage of the sampled request, apart from the rest of the upstream's time.
   EXPECT_EQ(samples[0].sample.record.stage_ns[static_cast<size_t>(tailguard::Stage::kQueue)],
             2'500'000u);
@@ -524,7 +543,7 @@ class TestFilter final : public RequestFilter {
   }
   void OnComplete(const FilterRequest& r, const FilterOutcome& o) override {
     MutexLock lock(&mu_);
-    seen_[Key(r)] = {std::string(r.path), o.status,   o.decided_by,
+    seen_[Key(r)] = {std::string(r.path), o.status,  o.decided_by,
                      std::string(o.body), o.latency, answers_[Key(r)]};
   }
   // By "METHOD path": requests on different connections may finish in any order.
@@ -632,9 +651,9 @@ TEST_F(GatewayTest, AFilterForARouteThatIsNotThereIsRefused) {
 TEST_F(GatewayTest, PassiveHealthRunsOnTheInjectedClock) {
   FakeClock clock;
   clock_ = &clock;
-  Start("  - name: dead\n    prefix: /\n    upstream: 127.0.0.1:" + std::to_string(DeadPort()) +
-            "\n",
-        "health:\n  max_fails: 1\n  fail_timeout: 10s\n");
+  Start(
+      "  - name: dead\n    prefix: /\n    upstream: 127.0.0.1:" + std::to_string(DeadPort()) + "\n",
+      "health:\n  max_fails: 1\n  fail_timeout: 10s\n");
   const auto connects = [this] {
     return SampleValue(Fetch(port_, "/metrics").body, "tailguard_upstream_errors_total",
                        "kind=\"connect\"");
@@ -676,16 +695,15 @@ TEST_F(GatewayTest, AFailedTryTakesItsUpstreamOutBeforeTheRequestEnds) {
   // them tries the dead upstream first, then waits 3 s on the live one.
   std::vector<std::future<Reply>> slow;
   for (int i = 0; i < 2; ++i) {
-    slow.push_back(std::async(std::launch::async, [this] {
-      return Fetch(port_, "/slow", {"X-Test-Delay-Ms: 3000"});
-    }));
+    slow.push_back(std::async(std::launch::async,
+                              [this] { return Fetch(port_, "/slow", {"X-Test-Delay-Ms: 3000"}); }));
   }
   bool down_in_flight = false;
-  while (!down_in_flight && slow[0].wait_for(std::chrono::milliseconds(20)) ==
-                                std::future_status::timeout) {
-    down_in_flight = std::regex_search(
-        Fetch(port_, "/metrics").body,
-        std::regex("tailguard_upstream_up\\{upstream=\"127.0.0.1:[0-9]+\"\\} 0"));
+  while (!down_in_flight &&
+         slow[0].wait_for(std::chrono::milliseconds(20)) == std::future_status::timeout) {
+    down_in_flight =
+        std::regex_search(Fetch(port_, "/metrics").body,
+                          std::regex("tailguard_upstream_up\\{upstream=\"127.0.0.1:[0-9]+\"\\} 0"));
   }
   EXPECT_TRUE(down_in_flight) << "the dead upstream was still up while the requests waited";
   for (auto& f : slow) EXPECT_EQ(f.get().status, 200);
@@ -1127,6 +1145,10 @@ TEST_F(GatewayTest, ServesTorchScriptModelsOnLocalRoutes) {
   EXPECT_THAT(metrics, HasSubstr("tailguard_model_info{fingerprint=\""));
   EXPECT_THAT(metrics, HasSubstr("tailguard_model_requests_total{model=\"risk\",version=\"2\"} 2"));
   EXPECT_THAT(metrics, HasSubstr("tailguard_model_layer_seconds_total{layer=\"encoder.0\""));
+  // The backend's own signals: rows per pass and its queue.
+  EXPECT_THAT(metrics, HasSubstr("tailguard_model_batch_size_bucket{model=\"text\",version=\"1\","
+                                 "le=\"1\"} 1"));
+  EXPECT_THAT(metrics, HasSubstr("tailguard_model_queue_depth{model=\"risk\"} 0"));
 }
 
 TEST_F(GatewayTest, ShutdownDrainsInFlightRequests) {

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 
 #include "common/strings.h"
 #include "gmock/gmock.h"
@@ -248,6 +249,57 @@ TEST_F(LiveLoopTest, ARestartAWeekLaterAnswersFromTheStore) {
       absl::IsNotFound(b.loop->History("0123456789abcdef", start_, now, minutes(1)).status()));
 }
 
+// Value series and gauges keep their unit through the minute history and a restart; heatmaps
+// are of latencies only.
+TEST_F(LiveLoopTest, ValueSeriesAndGaugesAreKeptInTheirUnit) {
+  std::unique_ptr<store::HistoryStore> history = OpenHistory();
+  ASSERT_NE(history, nullptr);
+  std::string size_id, queue_id;
+  {
+    Instance a(start_, history.get());
+    Series* size =
+        *a.registry.Values("tailguard_request_size_bytes", {{"route", "rank"}}, Unit::kBytes);
+    Series* queued =
+        *a.registry.Gauge("tailguard_model_queue_depth", {{"model", "rank"}}, Unit::kCount);
+    size_id = LiveLoop::SeriesId(size->key());
+    queue_id = LiveLoop::SeriesId(queued->key());
+    queued->Set(6);
+    a.Run(130, size, 4096, 2);  // two 4 KiB bodies a second for two minutes and more
+    const WallTime now = a.registry.Now();
+    absl::StatusOr<std::vector<HistoryPoint>> recent =
+        a.loop->History(size_id, now - seconds(10), now, seconds(10));
+    ASSERT_TRUE(recent.ok()) << recent.status();
+    ASSERT_EQ(recent->size(), 1u);
+    EXPECT_EQ((*recent)[0].count, 20u);
+    EXPECT_NEAR((*recent)[0].p99, 4096, 4096.0 / 128);  // bytes, not seconds
+    absl::StatusOr<tailguard::Heatmap> h =
+        a.loop->Heatmap(size_id, now - seconds(60), now, seconds(10));
+    EXPECT_TRUE(absl::IsInvalidArgument(h.status())) << h.status();
+    EXPECT_THAT(std::string(h.status().message()), HasSubstr("measures bytes"));
+  }
+  absl::StatusOr<std::vector<store::StoredSeriesInfo>> stored = history->ListSeries();
+  ASSERT_TRUE(stored.ok());
+  ASSERT_EQ(stored->size(), 2u);
+  Instance b(start_ + hours(1), history.get());
+  std::map<std::string, StoredSeries> only;
+  for (StoredSeries& s : b.loop->StoredSeries()) only[s.id] = s;
+  ASSERT_EQ(only.size(), 2u);
+  EXPECT_EQ(only[size_id].unit, Unit::kBytes);
+  EXPECT_EQ(only[queue_id].unit, Unit::kCount);
+  absl::StatusOr<std::vector<HistoryPoint>> sizes =
+      b.loop->History(size_id, start_, start_ + minutes(2), minutes(1));
+  ASSERT_TRUE(sizes.ok()) << sizes.status();
+  ASSERT_EQ(sizes->size(), 2u);
+  EXPECT_EQ((*sizes)[0].count, 120u);
+  EXPECT_NEAR((*sizes)[0].p50, 4096, 4096.0 / 128);
+  absl::StatusOr<std::vector<HistoryPoint>> depth =
+      b.loop->History(queue_id, start_, start_ + minutes(2), minutes(1));
+  ASSERT_TRUE(depth.ok()) << depth.status();
+  ASSERT_EQ(depth->size(), 2u);
+  EXPECT_EQ((*depth)[1].count, 60u);  // one sample a second
+  EXPECT_EQ((*depth)[1].max, 6);
+}
+
 TEST_F(LiveLoopTest, StoreFailuresAreCountedNotFatal) {
   std::unique_ptr<store::HistoryStore> history = OpenHistory();
   ASSERT_NE(history, nullptr);
@@ -454,7 +506,7 @@ TEST(LiveLoopErrorRatioTest, FailedRequestsOfTheRouteOverTheWindow) {
       registry.Requests({.model = "rank", .version = "1", .route = "/rank"});
   ASSERT_TRUE(m.ok()) << m.status();
   RouteCounterTable counters;
-  RouteCounters* rc = counters.Get(*m);
+  RouteCounters* rc = counters.Get(*m, [] { return static_cast<Series*>(nullptr); });
   AlertConfig rules;
   AlertRule errors;
   errors.name = "errors";

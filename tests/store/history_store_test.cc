@@ -4,6 +4,7 @@
 #include "store/history_store.h"
 
 #include <cmath>
+#include <map>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -17,6 +18,7 @@ namespace {
 using store::HistoryStore;
 using store::MinuteRow;
 using store::SeriesMinutes;
+using store::StoredSeriesInfo;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -202,7 +204,7 @@ TEST_F(HistoryStoreTest, ReopenKeepsHistoryAndSharesTheFileWithTheEventStore) {
 }
 
 TEST_F(HistoryStoreTest, MigratesAVersionTwoStore) {
-  ASSERT_EQ(store::SchemaVersion(), 4);
+  ASSERT_EQ(store::SchemaVersion(), 5);
   {
     // A file as tailguard with schema version 2 left it, with an alert in it.
     absl::StatusOr<store::Database> db = store::Database::Open(Path());
@@ -227,6 +229,39 @@ TEST_F(HistoryStoreTest, MigratesAVersionTwoStore) {
   ASSERT_TRUE(row.ok() && *row);
   EXPECT_EQ(st->ColumnInt64(0), store::SchemaVersion());
   EXPECT_EQ(st->ColumnInt64(1), 1);  // the old data survived
+}
+
+TEST_F(HistoryStoreTest, KeepsWhatEachSeriesMeasures) {
+  {
+    // A file as schema version 4 left it, with a series and no unit column: a latency.
+    absl::StatusOr<store::Database> db = store::Database::Open(Path());
+    ASSERT_TRUE(db.ok());
+    for (int v = 0; v < 4; ++v) ASSERT_OK(db->Exec(store::Migrations()[static_cast<size_t>(v)]));
+    ASSERT_OK(db->Exec("PRAGMA user_version = 4"));
+    ASSERT_OK(db->Exec(
+        "INSERT INTO series (id, key, metric, labels, first_at, last_at) VALUES ('00', 'old{}', "
+        "'old', '{}', 1, 1)"));
+  }
+  std::unique_ptr<HistoryStore> h = Open();
+  ASSERT_NE(h, nullptr);
+  SeriesMinutes sizes{"tailguard_request_size_bytes{model=\"rank\"}",
+                      "tailguard_request_size_bytes",
+                      {{"model", "rank"}},
+                      {Minute(T0(), 4096)},
+                      Unit::kBytes};
+  ASSERT_OK(h->WriteMinutes(std::vector{sizes, Series("rank", {Minute(T0(), 0.1)})}));
+  absl::StatusOr<std::vector<StoredSeriesInfo>> all = h->ListSeries();
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 3u);
+  std::map<std::string, Unit> units;
+  for (const StoredSeriesInfo& s : *all) units[s.metric] = s.unit;
+  EXPECT_EQ(units["old"], Unit::kNanoseconds);
+  EXPECT_EQ(units["tailguard_request_size_bytes"], Unit::kBytes);
+  EXPECT_EQ(units[std::string(kMetric)], Unit::kNanoseconds);
+  absl::StatusOr<std::vector<MinuteRow>> rows =
+      h->ReadPoints(store::HistorySeriesId(sizes.key), T0() - std::chrono::minutes(1), T0());
+  ASSERT_TRUE(rows.ok() && rows->size() == 1u);
+  EXPECT_EQ((*rows)[0].p99, 4096);
 }
 
 TEST_F(HistoryStoreTest, RefusesMemoryAndNewerFiles) {

@@ -1,7 +1,7 @@
 // The dashboard's number formatting (web/src/format.js), under node --test.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ms, statValue, localTime, utc } from '../../web/src/format.js';
+import { ms, statValue, localTime, utc, bytes, count, unitOf } from '../../web/src/format.js';
 
 test('microseconds keep the zeros of their integer part', () => {
   // The regression: 610 us showed as "61 us" and 100 us as "1 us".
@@ -43,4 +43,21 @@ test('times carry their date and zone', () => {
   assert.match(text, /GMT\+8|CST/, text);
   assert.match(text, /Dec|12/, text);
   assert.equal(utc(t), '2026-12-02 04:32:29 UTC');
+});
+
+test('sizes and counts in their own unit', () => {
+  assert.equal(bytes(512), '512 B');
+  assert.equal(bytes(1536), '1.50 KiB');
+  assert.equal(bytes(12.3 * 1024 * 1024), '12.3 MiB');
+  assert.equal(count(7), '7');
+  assert.equal(count(2.5), '2.50');
+  assert.equal(count(1500), '1.50k');
+  assert.equal(count(null), '–');
+  // A series says what it measures; latencies are the default (and what older answers meant).
+  assert.equal(unitOf({ unit: 'bytes' }).fmt(4096), '4.00 KiB');
+  assert.equal(unitOf({ unit: 'count' }).fmt(32), '32');
+  assert.equal(unitOf({ unit: 'seconds' }).fmt(0.012), '12.0 ms');
+  assert.equal(unitOf({}).fmt(0.012), '12.0 ms');
+  assert.equal(unitOf({ unit: 'seconds' }).scale, 1000);
+  assert.equal(unitOf({ unit: 'bytes' }).scale, 1);
 });

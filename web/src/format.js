@@ -28,6 +28,43 @@ function trim(v) {
   return String(Number(v.toPrecision(3)));
 }
 
+// A size in bytes with three significant digits in a binary unit: "512 B", "1.50 KiB", "12.3 MiB".
+export function bytes(n) {
+  return scaled(n, 1024, ['B', 'KiB', 'MiB', 'GiB', 'TiB'], ' ');
+}
+
+// A count with three significant digits: "7", "2.50", "1.50k", "12.3M".
+export function count(n) {
+  return scaled(n, 1000, ['', 'k', 'M', 'G', 'T'], '');
+}
+
+function scaled(n, step, units, sep) {
+  if (n === null || n === undefined || !Number.isFinite(n)) return '–';
+  let v = n;
+  let i = 0;
+  while (Math.abs(v) >= step && i < units.length - 1) {
+    v /= step;
+    i++;
+  }
+  const whole = i === 0 && Number.isInteger(v);
+  const text = whole || Math.abs(v) >= 100 ? v.toFixed(0) : v.toFixed(Math.abs(v) >= 10 ? 1 : 2);
+  return `${text}${units[i] ? sep + units[i] : ''}`;
+}
+
+// How the values of a series show, by the unit the API gives it ("seconds", "bytes", "count";
+// latencies when absent): `fmt` writes a value in that unit; charts plot value * `scale` on an
+// axis called `axisName`, labelled by `axis`; `what` names what a heatmap or a count holds.
+export function unitOf(series) {
+  switch (series?.unit) {
+    case 'bytes':
+      return { unit: 'bytes', fmt: bytes, scale: 1, axis: bytes, axisName: 'bytes', latency: false };
+    case 'count':
+      return { unit: 'count', fmt: count, scale: 1, axis: count, axisName: '', latency: false };
+    default:
+      return { unit: 'seconds', fmt: ms, scale: 1000, axis: msAxis, axisName: 'ms', latency: true };
+  }
+}
+
 export function rate(perSecond) {
   if (perSecond === null || perSecond === undefined || !Number.isFinite(perSecond)) return '–';
   if (perSecond >= 100) return perSecond.toFixed(0);

@@ -2,7 +2,7 @@
 // rate and alert state, worst first; a model's per-layer series folded into one row.
 import { h, setChildren } from '../dom.js';
 import { get } from '../api.js';
-import { ms, rate, percent, score } from '../format.js';
+import { rate, percent, score, unitOf } from '../format.js';
 import { stateBadge, seriesLabel, seriesLink, emptyState, changed } from './common.js';
 import { worstFirst, deviation, overviewRows, isLayer } from '../rank.js';
 
@@ -115,9 +115,9 @@ export function overviewView({ app }) {
 // The statistics columns of a row: P50, P99, baseline, vs baseline, QPS, errors, anomaly.
 function statCells(s) {
   return [
-    h('td', { class: 'num' }, ms(s.p50)),
-    h('td', { class: 'num strong' }, ms(s.p99)),
-    h('td', { class: 'num muted' }, ms(s.baseline_p99)),
+    h('td', { class: 'num' }, unitOf(s).fmt(s.p50)),
+    h('td', { class: 'num strong' }, unitOf(s).fmt(s.p99)),
+    h('td', { class: 'num muted' }, unitOf(s).fmt(s.baseline_p99)),
     deviationCell(s),
     h('td', { class: 'num' }, rate(s.rate)),
     h('td', { class: `num${s.error_ratio > 0.01 ? ' bad' : ''}` }, percent(s.error_ratio)),
@@ -132,7 +132,7 @@ function deviationCell(s) {
   if (d === null) return h('td', { class: 'num muted' }, '–');
   const text = d >= 10 ? `${d.toFixed(0)}×` : `${d.toFixed(d >= 1 ? 1 : 2)}×`;
   const cls = d >= 2 ? ' bad' : d >= 1.5 ? ' warn' : '';
-  return h('td', { class: `num dev${cls}`, title: `P99 ${ms(s.p99)} against a baseline of ${ms(s.baseline_p99)}` }, text);
+  return h('td', { class: `num dev${cls}`, title: `P99 ${unitOf(s).fmt(s.p99)} against a baseline of ${unitOf(s).fmt(s.baseline_p99)}` }, text);
 }
 
 function scoreBar(s) {

@@ -2,7 +2,7 @@
 // event timeline and the slowest sampled requests of one series.
 import { h, setChildren } from '../dom.js';
 import { get } from '../api.js';
-import { ms, msAxis, rate, percent, score, age, statValue } from '../format.js';
+import { ms, msAxis, rate, percent, score, age, statValue, unitOf } from '../format.js';
 import { breakdown } from '../stages.js';
 import { timeWindow, stepsFor } from '../state.js';
 import { chartIn, baseOptions, timeAxis, colors, tooltipTitle } from '../charts.js';
@@ -16,6 +16,8 @@ const OVERLAY_EVERY_MS = 60000;
 
 export function seriesView({ app, navigate }) {
   const cache = {};
+  // How the shown series' values read (format.js unitOf): latencies unless it says otherwise.
+  let unit = unitOf(null);
   let overlays = { key: '', at: 0, d1: null, d7: null };
   const el = h('div', { class: 'view view-series' });
   const head = h('div', { class: 'series-head' });
@@ -62,7 +64,7 @@ export function seriesView({ app, navigate }) {
       h('ul', { class: 'pick-list' }, list.map((s) =>
         h('li', null, stateBadge(s.live === false ? 'stored' : s.alert_state, s.severity), ' ',
           seriesLink(app.state, s.id, seriesLabel(s.labels, s.key)), ' ',
-          h('span', { class: 'muted' }, `P99 ${ms(s.p99)}`)))));
+          h('span', { class: 'muted' }, `P99 ${unitOf(s).fmt(s.p99)}`)))));
   }
 
   function drawHead(s) {
@@ -78,13 +80,15 @@ export function seriesView({ app, navigate }) {
     const card = (label, value, cls, title) =>
       h('div', { class: `stat ${cls || ''}`, title: title || null }, h('div', { class: 'stat-label' }, label), h('div', { class: 'stat-value' }, value));
     const above = s.baseline_p99 > 0 && s.p99 > s.baseline_p99 * 1.1;
+    const u = unitOf(s);
     setChildren(stats,
-      card('P50', ms(s.p50)),
-      card('P90', ms(s.p90)),
-      card('P99', ms(s.p99), above ? 'bad' : 'key'),
-      card('P99.9', ms(s.p999)),
-      card('Baseline P99', ms(s.baseline_p99), 'muted', 'forecast of the P99 for now'),
-      card('QPS', rate(s.rate), '', 'requests per second, last 10 s'),
+      card('P50', u.fmt(s.p50)),
+      card('P90', u.fmt(s.p90)),
+      card('P99', u.fmt(s.p99), above ? 'bad' : 'key'),
+      card('P99.9', u.fmt(s.p999)),
+      card('Baseline P99', u.fmt(s.baseline_p99), 'muted', 'forecast of the P99 for now'),
+      card(u.latency ? 'QPS' : 'Values/s', rate(s.rate), '',
+        u.latency ? 'requests per second, last 10 s' : 'values recorded per second, last 10 s'),
       card('Errors', percent(s.error_ratio), s.error_ratio > 0.01 ? 'bad' : ''),
       card('Anomaly', score(s.anomaly_score), s.anomaly_score >= 0.5 ? 'bad' : ''));
   }
@@ -113,6 +117,7 @@ export function seriesView({ app, navigate }) {
     picker.replaceChildren();
     body.hidden = false;
     stats.hidden = false;
+    unit = unitOf(current);
     drawHead(current);
     drawStats(current);
     const win = timeWindow(s, app.skewMs);
@@ -126,7 +131,10 @@ export function seriesView({ app, navigate }) {
       ? Promise.all([DAY, 7 * DAY].map((by) =>
         get(`/api/v1/series/${id}/history`, { ...win.shifted(by), step }).catch(() => null)))
       : null;
-    const heatP = get(`/api/v1/series/${id}/heatmap`, { from: win.from, to: win.to, step: heatStep });
+    // Heatmaps are of latencies; a size or a count shows its percentiles.
+    const heatP = unit.latency
+      ? get(`/api/v1/series/${id}/heatmap`, { from: win.from, to: win.to, step: heatStep })
+      : null;
     const eventsP = get('/api/v1/events', { series: s.id, since: win.from, limit: 1000 });
     const samplesP = get('/api/v1/samples', {
       series: s.id, route: current.labels?.route, limit: 100, within: `${Math.min(win.seconds, 7 * DAY)}s`,
@@ -154,14 +162,24 @@ export function seriesView({ app, navigate }) {
       await section(notes.fc, async () => drawForecast(history, win));
       await section(notes.score, async () => drawScore(history, win, events));
     }
-    await section(notes.heat, async () => drawHeatmap(await heatP));
+    await section(notes.heat, async () => {
+      if (!heatP) {
+        chartIn(heatEl).clear();
+        heatEl.dataset.cells = '0';
+        throw Object.assign(new Error(`This series measures ${unit.unit}: heatmaps are of latencies.`), {
+          empty: true, hint: 'Its percentiles are below.',
+        });
+      }
+      drawHeatmap(await heatP);
+    });
     await section(notes.samples, async () => drawSamples(await samplesP, current));
   }
 
   function points(history) {
     return (history?.points || []).map((p) => ({ ...p, t: Date.parse(p.time) }));
   }
-  const toMs = (v) => (v === null || v === undefined || !Number.isFinite(v) || v <= 0 ? null : v * 1000);
+  // The plotted value: milliseconds for a latency, the unit itself for sizes and counts.
+  const toMs = (v) => (v === null || v === undefined || !Number.isFinite(v) || v <= 0 ? null : v * unit.scale);
 
   function drawPercentiles(history, ov, win, events) {
     const pts = points(history);
@@ -208,12 +226,12 @@ export function seriesView({ app, navigate }) {
     chart.setOption({
       ...baseOptions(),
       legend: { ...baseOptions().legend, selected, type: 'scroll', right: 8, data: series.filter((x) => x.name !== 'alert transitions').map((x) => x.name) },
-      tooltip: { ...baseOptions().tooltip, formatter: (ps) => tooltipLines(ps, msAxisExact) },
+      tooltip: { ...baseOptions().tooltip, formatter: (ps) => tooltipLines(ps, (v) => unit.fmt(v / unit.scale)) },
       xAxis: timeAxis(win.fromMs, win.toMs),
       yAxis: {
-        type: 'log', logBase: 10, name: 'ms', nameTextStyle: { color: colors.muted },
+        type: 'log', logBase: 10, name: unit.axisName, nameTextStyle: { color: colors.muted },
         min: (v) => logFloor(v.min), max: (v) => logCeil(v.max),
-        axisLabel: { color: colors.muted, formatter: msAxis },
+        axisLabel: { color: colors.muted, formatter: unit.axis },
         splitLine: { lineStyle: { color: colors.grid } },
         axisLine: { show: false },
       },
@@ -232,11 +250,13 @@ export function seriesView({ app, navigate }) {
     const has = pts.some((p) => Number.isFinite(p.forecast));
     fcEl.dataset.points = String(pts.filter((p) => Number.isFinite(p.forecast)).length);
     const chart = chartIn(fcEl);
-    const lower = pts.map((p) => [p.t, Number.isFinite(p.forecast_lower) ? Math.max(0, p.forecast_lower * 1000) : null]);
+    const k = unit.scale;
+    const lower = pts.map((p) => [p.t, Number.isFinite(p.forecast_lower) ? Math.max(0, p.forecast_lower * k) : null]);
     const width = pts.map((p) => [p.t, Number.isFinite(p.forecast_upper) && Number.isFinite(p.forecast_lower)
-      ? Math.max(0, (p.forecast_upper - Math.max(0, p.forecast_lower)) * 1000) : null]);
+      ? Math.max(0, (p.forecast_upper - Math.max(0, p.forecast_lower)) * k) : null]);
     const breaches = pts.filter((p) => Number.isFinite(p.forecast_upper) && p.p99 > p.forecast_upper)
-      .map((p) => [p.t, p.p99 * 1000]);
+      .map((p) => [p.t, p.p99 * k]);
+    const f = unit.fmt;
     chart.setOption({
       ...baseOptions(),
       tooltip: {
@@ -245,14 +265,14 @@ export function seriesView({ app, navigate }) {
           const t = ps[0]?.value?.[0];
           const p = pts.find((x) => x.t === t);
           if (!p) return '';
-          return `${tooltipTitle(t)}<br>P99 <b>${ms(p.p99)}</b><br>forecast ${ms(p.forecast)}<br>band ${ms(p.forecast_lower)} – ${ms(p.forecast_upper)}`;
+          return `${tooltipTitle(t)}<br>P99 <b>${f(p.p99)}</b><br>forecast ${f(p.forecast)}<br>band ${f(p.forecast_lower)} – ${f(p.forecast_upper)}`;
         },
       },
       legend: { ...baseOptions().legend, data: ['P99', 'forecast', 'band', 'outside band'] },
       xAxis: timeAxis(win.fromMs, win.toMs),
       yAxis: {
-        type: 'value', name: 'ms', scale: true, nameTextStyle: { color: colors.muted },
-        axisLabel: { color: colors.muted, formatter: (v) => msAxis(v) },
+        type: 'value', name: unit.axisName, scale: true, nameTextStyle: { color: colors.muted },
+        axisLabel: { color: colors.muted, formatter: (v) => unit.axis(v) },
         splitLine: { lineStyle: { color: colors.grid } },
       },
       series: [
@@ -501,10 +521,6 @@ function logCeil(v) {
   if (!(v > 0)) return undefined;
   const d = Math.pow(10, Math.floor(Math.log10(v)));
   return [1, 2, 5, 10].map((m) => m * d).find((x) => x >= v) ?? 10 * d;
-}
-
-function msAxisExact(v) {
-  return ms(v / 1000);
 }
 
 function tooltipLines(ps, fmt) {
