@@ -12,8 +12,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "alert/notify/silences.h"
 #include "commands.h"
 #include "common/duration.h"
 #include "common/format.h"
@@ -117,9 +119,12 @@ json JsonTime(const std::optional<WallTime>& t) {
 }
 json JsonNumber(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
-std::string ShowValue(Statistic s, double v) {
+// `stat`: a statistic's name, as the store holds it; one this build does not know shows plain.
+std::string ShowValue(std::string_view stat, double v) {
   if (!std::isfinite(v)) return "n/a";
-  if (IsLatencyStatistic(s)) return FormatDuration(v * 1e9);
+  if (std::optional<Statistic> s = ParseStatistic(stat); s && IsLatencyStatistic(*s)) {
+    return FormatDuration(v * 1e9);
+  }
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.4g", v);
   return buf;
@@ -138,7 +143,7 @@ json AlertJson(const AlertRow& a) {
           {"rule", a.rule},
           {"series", a.series},
           {"labels", labels},
-          {"stat", std::string(StatisticName(a.stat))},
+          {"stat", a.stat},
           {"state", std::string(store::EpisodeStateName(a.state))},
           {"tier", a.tier},
           {"severity", a.severity},
@@ -242,10 +247,9 @@ int Show(const AlertsFlags& f) {
   std::printf("alert %lld: %s on %s\n", static_cast<long long>(a.id), a.rule.c_str(),
               a.series.c_str());
   std::printf("  state      %s, %s (tier %d)\n", StateOf(a).c_str(), a.severity.c_str(), a.tier);
-  std::printf("  %-10s %s (threshold %s, baseline P99 %s)\n",
-              std::string(StatisticName(a.stat)).c_str(), ShowValue(a.stat, a.value).c_str(),
-              ShowValue(a.stat, a.threshold).c_str(),
-              ShowValue(Statistic::kP99, a.baseline_p99).c_str());
+  std::printf("  %-10s %s (threshold %s, baseline P99 %s)\n", a.stat.c_str(),
+              ShowValue(a.stat, a.value).c_str(), ShowValue(a.stat, a.threshold).c_str(),
+              ShowValue(StatisticName(Statistic::kP99), a.baseline_p99).c_str());
   std::printf("  started    %s\n  fired      %s\n  ended      %s\n", When(a.started_at).c_str(),
               When(a.fired_at).c_str(), When(a.ended_at).c_str());
   if (!a.acked_by.empty()) {
@@ -316,7 +320,7 @@ int SilenceAdd(const AlertsFlags& f) {
   s.created_by = f.by.empty() ? DefaultUser() : f.by;
   s.comment = f.comment;
   s.created_at = now;
-  absl::StatusOr<int64_t> id = (*db)->AddSilence(s);
+  absl::StatusOr<int64_t> id = notify::AddSilence(**db, s);
   if (!id.ok()) return Fail(id.status());
   std::printf("silence %lld: %s until %s\n", static_cast<long long>(*id), f.match.c_str(),
               FormatTimestampUtc(s.ends_at).c_str());

@@ -8,6 +8,7 @@
 
 #include "alert/notify/delivery.h"
 #include "alert/notify/journal.h"
+#include "alert/notify/silences.h"
 #include "alert/selector.h"
 #include "collect/procfs.h"
 #include "common/duration.h"
@@ -79,7 +80,7 @@ json EpisodeJson(const store::AlertRow& a) {
          {"series", a.series},
          {"series_id", LiveLoop::SeriesId(a.series)},
          {"labels", LabelsJson(a.labels)},
-         {"statistic", StatisticName(a.stat)},
+         {"statistic", a.stat},
          {"state", store::EpisodeStateName(a.state)},
          {"tier", a.tier},
          {"severity", a.severity},
@@ -801,7 +802,7 @@ ApiResponse Api::Silences(std::string_view method, std::string_view id_text,
       if (!t.ok()) return Error(400, "bad_request", Cat("ends_at: ", t.status().message()));
       silence.ends_at = *t;
     }
-    absl::StatusOr<int64_t> id = s_.store->AddSilence(silence);
+    absl::StatusOr<int64_t> id = notify::AddSilence(*s_.store, silence);
     if (!id.ok()) return StatusError(id.status(), "adding the silence");
     silence.id = *id;
     ApiResponse r = Json({{"silence", SilenceJson(silence, now)}});

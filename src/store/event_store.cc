@@ -26,7 +26,7 @@ namespace tailguard::store {
 #define TG_ASSIGN_OR_RETURN(lhs, expr) \
   TG_ASSIGN_OR_RETURN_IMPL(TG_STORE_CONCAT(status_or_, __LINE__), lhs, expr)
 
-// Label sets as Prometheus writes them: {a="x",b="y"} (selector.h's FormatLabelSet).
+// Label sets as Prometheus writes them: {a="x",b="y"} (metrics::FormatLabelSet).
 std::string EncodeLabels(metrics::LabelPairs labels) { return metrics::FormatLabelSet(labels); }
 
 absl::StatusOr<Labels> DecodeLabels(std::string_view text) {
@@ -163,12 +163,9 @@ absl::StatusOr<AlertRow> ReadAlert(const Statement& st) {
   r.series = st.ColumnText(2);
   r.metric = st.ColumnText(3);
   TG_ASSIGN_OR_RETURN(r.labels, DecodeLabels(st.ColumnText(4)));
-  std::optional<Statistic> stat = ParseStatistic(st.ColumnText(5));
+  r.stat = st.ColumnText(5);
   std::optional<EpisodeState> state = ParseEpisodeState(st.ColumnText(6));
-  if (!stat.has_value() || !state.has_value()) {
-    return absl::DataLossError(Cat("alert ", r.id, ": unknown statistic or state"));
-  }
-  r.stat = *stat;
+  if (!state.has_value()) return absl::DataLossError(Cat("alert ", r.id, ": unknown state"));
   r.state = *state;
   r.tier = static_cast<int>(st.ColumnInt64(7));
   r.severity = st.ColumnText(8);
@@ -286,18 +283,16 @@ absl::Status Collect(Statement& st, std::vector<T>& out, Read read) {
   }
 }
 
-absl::StatusOr<alert_internal::SeriesSelector> CompileSilence(std::string_view matchers) {
-  TG_ASSIGN_OR_RETURN(std::vector<LabelMatcher> parsed, ParseSelector(matchers));
-  if (parsed.empty()) {
-    return absl::InvalidArgumentError(
-        Cat("selector \"", matchers, "\" has no matcher: a silence must not mute everything"));
-  }
-  return alert_internal::SeriesSelector::Compile(parsed);
-}
-
-std::string_view EndStateFor(AlertEventKind kind) {
-  return EpisodeStateName(kind == AlertEventKind::kCancel ? EpisodeState::kCancelled
-                                                          : EpisodeState::kResolved);
+// The episode states a change may lead to (TransitionRow::state); kNoData leaves it as it is.
+absl::Status CheckTransition(const TransitionRow& e) {
+  const bool ok = e.change == EpisodeChange::kNoData ||
+                  (e.change == EpisodeChange::kEnd
+                       ? e.state == EpisodeState::kCancelled || e.state == EpisodeState::kResolved
+                       : e.state == EpisodeState::kPreAlert || e.state == EpisodeState::kAlert);
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(Cat("transition ", e.kind, " of ", e.rule, " on ", e.series,
+                                        ": its episode cannot be ", EpisodeStateName(e.state),
+                                        " after it"));
 }
 
 }  // namespace
@@ -366,30 +361,6 @@ std::optional<OutboxItem::State> ParseOutboxState(std::string_view name) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// SilenceSet
-
-absl::StatusOr<SilenceSet> SilenceSet::Build(const std::vector<Silence>& silences) {
-  SilenceSet set;
-  for (const Silence& s : silences) {
-    absl::StatusOr<alert_internal::SeriesSelector> selector = CompileSilence(s.matchers);
-    if (!selector.ok()) {
-      return absl::InvalidArgumentError(Cat("silence ", s.id, ": ", selector.status().message()));
-    }
-    set.silences_.push_back({s.id, s.starts_at, s.ends_at, *std::move(selector)});
-  }
-  return set;
-}
-
-int64_t SilenceSet::MatchingSilence(LabelSpan labels, WallTime t) const {
-  // "__name__" matchers compare with a __name__ label, if the alert has one.
-  std::string_view name = alert_internal::LabelValue(labels, "__name__");
-  for (const Compiled& c : silences_) {
-    if (c.starts_at <= t && t < c.ends_at && c.selector.Matches(name, labels)) return c.id;
-  }
-  return 0;
-}
-
-// ---------------------------------------------------------------------------------------------
 // EventStore: opening and migrating
 
 EventStore::EventStore(Database db, std::string path)
@@ -419,8 +390,8 @@ absl::StatusOr<int64_t> EventStore::ActiveAlertId(std::string_view rule, std::st
   return row ? st.ColumnInt64(0) : 0;
 }
 
-absl::StatusOr<int64_t> EventStore::InsertAlert(const AlertEvent& e, WallTime started_at) {
-  const bool pre = e.to_state != AlertState::kAlert;
+absl::StatusOr<int64_t> EventStore::InsertAlert(const TransitionRow& e, WallTime started_at) {
+  const bool pre = e.state != EpisodeState::kAlert;
   TG_ASSIGN_OR_RETURN(Statement st,
                       db_.Prepare("INSERT INTO alerts (rule, series, metric, labels, stat, state, "
                                   "tier, severity, value, threshold, baseline_p99, started_at, "
@@ -431,7 +402,7 @@ absl::StatusOr<int64_t> EventStore::InsertAlert(const AlertEvent& e, WallTime st
       .Bind(2, e.series)
       .Bind(3, e.metric)
       .Bind(4, EncodeLabels(e.labels))
-      .Bind(5, StatisticName(e.stat))
+      .Bind(5, e.stat)
       .Bind(6, EpisodeStateName(pre ? EpisodeState::kPreAlert : EpisodeState::kAlert))
       .Bind(7, std::max(e.to_tier, 0))
       .Bind(8, e.severity)
@@ -445,12 +416,13 @@ absl::StatusOr<int64_t> EventStore::InsertAlert(const AlertEvent& e, WallTime st
   return db_.LastInsertRowId();
 }
 
-absl::Status EventStore::RecordEvent(const AlertEvent& e) {
+absl::Status EventStore::RecordEvent(const TransitionRow& e) {
+  TG_RETURN_IF_ERROR(CheckTransition(e));
   Lock lock(mu_);
   TG_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(db_));
   TG_ASSIGN_OR_RETURN(int64_t alert_id, ActiveAlertId(e.rule, e.series));
-  switch (e.kind) {
-    case AlertEventKind::kPreAlert: {
+  switch (e.change) {
+    case EpisodeChange::kStart: {
       if (alert_id != 0) {
         TG_ASSIGN_OR_RETURN(Statement end,
                             db_.Prepare("UPDATE alerts SET state = 'abandoned', ended_at = ?2, "
@@ -461,15 +433,13 @@ absl::Status EventStore::RecordEvent(const AlertEvent& e) {
       TG_ASSIGN_OR_RETURN(alert_id, InsertAlert(e, e.time));
       break;
     }
-    case AlertEventKind::kFire:
-    case AlertEventKind::kEscalate:
-    case AlertEventKind::kDeescalate: {
+    case EpisodeChange::kUpdate: {
       if (alert_id == 0) {
         // The store missed the episode's start (e.g. it was created after the engine's state).
         WallTime start = e.breach_start != WallTime{} ? e.breach_start : e.time;
         TG_ASSIGN_OR_RETURN(alert_id, InsertAlert(e, start));
       }
-      const bool alert = e.to_state == AlertState::kAlert;
+      const bool alert = e.state == EpisodeState::kAlert;
       TG_ASSIGN_OR_RETURN(
           Statement up,
           db_.Prepare("UPDATE alerts SET state = ?2, tier = ?3, severity = ?4, value = ?5, "
@@ -487,7 +457,7 @@ absl::Status EventStore::RecordEvent(const AlertEvent& e) {
       TG_RETURN_IF_ERROR(up.Run());
       break;
     }
-    case AlertEventKind::kNoData: {
+    case EpisodeChange::kNoData: {
       // The episode goes on: no data is not its end. Its value is now unknown.
       if (alert_id == 0) break;
       TG_ASSIGN_OR_RETURN(
@@ -496,15 +466,14 @@ absl::Status EventStore::RecordEvent(const AlertEvent& e) {
       TG_RETURN_IF_ERROR(up.Run());
       break;
     }
-    case AlertEventKind::kCancel:
-    case AlertEventKind::kResolve: {
+    case EpisodeChange::kEnd: {
       if (alert_id == 0) break;  // nothing to end; the transition is still recorded
       TG_ASSIGN_OR_RETURN(
           Statement end,
           db_.Prepare("UPDATE alerts SET state = ?2, value = ?3, threshold = ?4, "
                       "baseline_p99 = ?5, ended_at = ?6, updated_at = ?6 WHERE id = ?1"));
       end.Bind(1, alert_id)
-          .Bind(2, EndStateFor(e.kind))
+          .Bind(2, EpisodeStateName(e.state))
           .Bind(3, e.value)
           .Bind(4, e.threshold)
           .Bind(5, e.baseline_p99)
@@ -521,11 +490,11 @@ absl::Status EventStore::RecordEvent(const AlertEvent& e) {
                   "schedule, actions) VALUES (?1, 'transition', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
                   "?10, ?11, ?12, ?13, ?14, ?15)"));
   ev.Bind(1, Ns(e.time))
-      .Bind(2, AlertEventKindName(e.kind))
+      .Bind(2, e.kind)
       .Bind(4, e.rule)
       .Bind(5, e.series)
-      .Bind(6, AlertStateName(e.from_state))
-      .Bind(7, AlertStateName(e.to_state))
+      .Bind(6, e.from_state)
+      .Bind(7, e.to_state)
       .Bind(8, e.from_tier)
       .Bind(9, e.to_tier)
       .Bind(10, e.severity)
@@ -636,8 +605,7 @@ absl::StatusOr<AlertDetail> EventStore::GetAlert(int64_t id) {
       Collect(no, d.notifications, [](const Statement& st) -> absl::StatusOr<AlertNotification> {
         AlertNotification n;
         TG_ASSIGN_OR_RETURN(n.outbox, ReadOutbox(st));
-        n.status =
-            st.ColumnText(18) == "resolved" ? NotifyStatus::kResolved : NotifyStatus::kFiring;
+        n.status = st.ColumnText(18);
         n.tier = static_cast<int>(st.ColumnInt64(19));
         n.severity = st.ColumnText(20);
         return n;
@@ -749,8 +717,8 @@ absl::StatusOr<int64_t> EventStore::AnnotateActive(std::string_view rule, std::s
 // ---------------------------------------------------------------------------------------------
 // Timeline
 
-absl::Status EventStore::RecordAction(WallTime t, std::string_view action, const AlertEvent& cause,
-                                      std::string_view decision) {
+absl::Status EventStore::RecordAction(WallTime t, std::string_view action,
+                                      const TransitionRow& cause, std::string_view decision) {
   Lock lock(mu_);
   TG_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(db_));
   TG_ASSIGN_OR_RETURN(int64_t alert_id, ActiveAlertId(cause.rule, cause.series));
@@ -763,7 +731,7 @@ absl::Status EventStore::RecordAction(WallTime t, std::string_view action, const
       .Bind(2, action)
       .Bind(4, cause.rule)
       .Bind(5, cause.series)
-      .Bind(6, AlertStateName(cause.to_state))
+      .Bind(6, cause.to_state)
       .Bind(7, cause.to_tier)
       .Bind(8, cause.severity)
       .Bind(9, cause.value)
@@ -814,7 +782,8 @@ absl::StatusOr<std::vector<TimelineEntry>> EventStore::ListTimeline(WallTime sin
 // ---------------------------------------------------------------------------------------------
 // Notifications and the outbox
 
-absl::StatusOr<std::optional<int64_t>> EventStore::LinkAlert(const NotifiedAlert& a, WallTime at) {
+absl::StatusOr<std::optional<int64_t>> EventStore::LinkAlert(const NotifiedAlertRow& a,
+                                                             WallTime at) {
   // The episode that fired at a.starts_at; else the active one; else the latest one begun by
   // the notification's time.
   struct Query {
@@ -841,7 +810,7 @@ absl::StatusOr<std::optional<int64_t>> EventStore::LinkAlert(const NotifiedAlert
   return std::nullopt;
 }
 
-absl::StatusOr<int64_t> EventStore::Enqueue(const Notification& n, const OutboxItem& item,
+absl::StatusOr<int64_t> EventStore::Enqueue(const NotificationRow& n, const OutboxItem& item,
                                             bool* inserted) {
   if (inserted != nullptr) *inserted = false;
   const std::string& key = item.idempotency_key.empty() ? n.idempotency_key : item.idempotency_key;
@@ -879,7 +848,7 @@ absl::StatusOr<int64_t> EventStore::Enqueue(const Notification& n, const OutboxI
   ins.Bind(1, key)
       .Bind(2, item.receiver.empty() ? n.receiver : item.receiver)
       .Bind(3, item.group_key.empty() ? n.group_key : item.group_key)
-      .Bind(4, item.status.empty() ? std::string(NotifyStatusName(n.status)) : item.status)
+      .Bind(4, item.status.empty() ? n.status : item.status)
       .Bind(5, n.sequence)
       .Bind(6, n.repeat ? 1 : 0)
       .Bind(7, item.summary)
@@ -906,14 +875,14 @@ absl::StatusOr<int64_t> EventStore::Enqueue(const Notification& n, const OutboxI
                   "annotations) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
                   "?14, ?15)"));
   for (size_t i = 0; i < n.alerts.size(); ++i) {
-    const NotifiedAlert& a = n.alerts[i];
+    const NotifiedAlertRow& a = n.alerts[i];
     TG_ASSIGN_OR_RETURN(std::optional<int64_t> alert_id, LinkAlert(a, n.time));
     link.Reset();
     link.Bind(1, id)
         .Bind(2, i)
         .Bind(4, a.rule)
         .Bind(5, a.series)
-        .Bind(6, NotifyStatusName(a.status))
+        .Bind(6, a.status)
         .Bind(7, a.tier)
         .Bind(8, a.severity)
         .Bind(9, a.value)
@@ -1100,10 +1069,6 @@ absl::StatusOr<OutboxStats> EventStore::CountOutbox() {
 // Silences
 
 absl::StatusOr<int64_t> EventStore::AddSilence(const Silence& s) {
-  absl::StatusOr<alert_internal::SeriesSelector> selector = CompileSilence(s.matchers);
-  if (!selector.ok()) {
-    return absl::InvalidArgumentError(Cat("silence matchers: ", selector.status().message()));
-  }
   if (s.starts_at >= s.ends_at) {
     return absl::InvalidArgumentError("silence: starts_at must be before ends_at");
   }
@@ -1127,8 +1092,8 @@ absl::StatusOr<int64_t> EventStore::AddSilence(const Silence& s) {
   return id;
 }
 
-absl::StatusOr<std::vector<Silence>> EventStore::SelectSilences(WallTime now,
-                                                                bool include_expired) {
+absl::StatusOr<std::vector<Silence>> EventStore::ListSilences(WallTime now, bool include_expired) {
+  Lock lock(mu_);
   TG_ASSIGN_OR_RETURN(Statement st, db_.Prepare(Cat("SELECT ", kSilenceColumns, " FROM silences",
                                                     include_expired ? "" : " WHERE ends_at > ?1",
                                                     " ORDER BY id DESC")));
@@ -1136,11 +1101,6 @@ absl::StatusOr<std::vector<Silence>> EventStore::SelectSilences(WallTime now,
   std::vector<Silence> out;
   TG_RETURN_IF_ERROR(Collect(st, out, ReadSilence));
   return out;
-}
-
-absl::StatusOr<std::vector<Silence>> EventStore::ListSilences(WallTime now, bool include_expired) {
-  Lock lock(mu_);
-  return SelectSilences(now, include_expired);
 }
 
 absl::Status EventStore::ExpireSilence(int64_t id, WallTime now) {
@@ -1159,12 +1119,6 @@ absl::Status EventStore::ExpireSilence(int64_t id, WallTime now) {
   up.Bind(1, id).Bind(2, Ns(now));
   TG_RETURN_IF_ERROR(up.Run());
   return tx.Commit();
-}
-
-absl::StatusOr<SilenceSet> EventStore::ActiveSilences(WallTime now) {
-  Lock lock(mu_);
-  TG_ASSIGN_OR_RETURN(std::vector<Silence> silences, SelectSilences(now, false));
-  return SilenceSet::Build(silences);
 }
 
 // ---------------------------------------------------------------------------------------------

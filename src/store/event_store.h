@@ -1,6 +1,8 @@
 // The embedded event store: alert episodes and their timeline, every notification with its
 // delivery state (the outbox that makes delivery lose nothing), silences, annotations and the
 // alert engine's saved state, in one SQLite file. The schema is in schema.cc and docs/store.md.
+// It does not know the alert engine's types: it is given rows (alert/notify/store_rows.h makes
+// them) and stores what it is given.
 #ifndef TAILGUARD_STORE_EVENT_STORE_H_
 #define TAILGUARD_STORE_EVENT_STORE_H_
 
@@ -17,10 +19,9 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "alert/selector.h"
 #include "store/sqlite.h"
-#include "tailguard/alert.h"
 #include "tailguard/clock.h"
+#include "tailguard/registry.h"
 
 namespace tailguard::store {
 
@@ -40,13 +41,49 @@ std::string_view EpisodeStateName(EpisodeState s);
 // The inverse of EpisodeStateName(); nullopt for anything else.
 std::optional<EpisodeState> ParseEpisodeState(std::string_view name);
 
+// What a transition does to its episode.
+enum class EpisodeChange : uint8_t {
+  kStart,   // begins one (pre_alert)
+  kUpdate,  // moves the active one: state, tier, evaluation (fire, escalate, deescalate)
+  kNoData,  // the evaluation went missing: only the value changes (no_data)
+  kEnd,     // ends the active one (cancel, resolve)
+};
+
+// One transition of one (rule, series), as RecordEvent() stores it.
+struct TransitionRow {
+  WallTime time{};
+  EpisodeChange change = EpisodeChange::kStart;
+  // The episode's state after it: kPreAlert or kAlert for kStart and kUpdate, kCancelled or
+  // kResolved for kEnd; not used for kNoData.
+  EpisodeState state = EpisodeState::kPreAlert;
+  // The timeline's names of the transition ("pre_alert", "fire", ...) and of the states on each
+  // side ("normal", "pre_alert", "alert").
+  std::string kind;
+  std::string from_state;
+  std::string to_state;
+  int from_tier = -1;  // -1 in normal
+  int to_tier = -1;
+  std::string rule;
+  std::string series;  // canonical key: metric{a="x",b="y"}
+  std::string metric;
+  Labels labels;     // the series' labels, sorted by name
+  std::string stat;  // the statistic's name: "p99", "rate", ...
+  std::string severity;
+  double value = 0;  // NaN when missing
+  double threshold = 0;
+  double baseline_p99 = 0;
+  WallTime breach_start{};           // the start of an episode the store missed; {}: `time`
+  std::string schedule;              // the schedule whose thresholds applied
+  std::vector<std::string> actions;  // into alert: the actions to start
+};
+
 struct AlertRow {
   int64_t id = 0;  // shown to users; never reused
   std::string rule;
   std::string series;  // canonical key: metric{a="x",b="y"}
   std::string metric;
-  Labels labels;  // the series' labels, sorted by name
-  Statistic stat = Statistic::kP99;
+  Labels labels;     // the series' labels, sorted by name
+  std::string stat;  // the statistic's name, as it was given: "p99", "rate", ...
   EpisodeState state = EpisodeState::kPreAlert;
   int tier = 0;  // the latest tier
   std::string severity;
@@ -80,7 +117,7 @@ struct AlertQuery {
 
 // What the timeline holds besides transitions.
 enum class TimelineType : uint8_t {
-  kTransition,  // an AlertEvent
+  kTransition,  // a TransitionRow (RecordEvent)
   kAction,      // what became of an alert tier's action (RecordAction)
   kMuted,       // a notification not sent (RecordMuted)
   kAck,         // an acknowledgement (Ack)
@@ -92,13 +129,14 @@ struct TimelineEntry {
   int64_t id = 0;
   WallTime time{};
   TimelineType type = TimelineType::kTransition;
-  // kTransition: AlertEventKindName (pre_alert, fire, ...); kAction: the action (degrade, ...);
+  // kTransition: TransitionRow::kind (pre_alert, fire, ...); kAction: the action (degrade, ...);
   // kMuted: "muted"; kAck: "ack".
   std::string kind;
   int64_t alert_id = 0;  // the episode; 0 when there was none
   std::string rule;
   std::string series;
-  // kTransition: AlertStateName of each side; otherwise "".
+  // kTransition: the state of each side (normal, pre_alert, alert); kAction: to_state only;
+  // otherwise "".
   std::string from_state;
   std::string to_state;
   int from_tier = -1;
@@ -123,6 +161,34 @@ struct Annotation {
 
 // ---------------------------------------------------------------------------------------------
 // Notifications and the outbox.
+
+// One alert inside a notification, as Enqueue() stores it.
+struct NotifiedAlertRow {
+  std::string rule;
+  std::string series;  // canonical series key
+  Labels labels;       // the alert's labels, with alertname and severity
+  Labels annotations;
+  std::string status;  // "firing" / "resolved"
+  int tier = 0;
+  std::string severity;
+  double value = 0;
+  double threshold = 0;
+  double baseline_p99 = 0;
+  WallTime starts_at{};  // when it fired; {} when not known
+  WallTime ends_at{};    // {} while firing
+};
+
+// One message for one receiver about one group, as Enqueue() stores it.
+struct NotificationRow {
+  WallTime time{};  // when it was due
+  std::string receiver;
+  std::string group_key;
+  std::string status;     // "firing" / "resolved"
+  uint64_t sequence = 0;  // 1, 2, ... within the group
+  bool repeat = false;    // sent again because repeat_interval passed
+  std::string idempotency_key;
+  std::vector<NotifiedAlertRow> alerts;
+};
 
 // One notification's delivery: the request, rendered once at enqueue time so that a
 // re-delivery after a restart sends the same bytes, and its outcome.
@@ -181,8 +247,8 @@ struct OutboxStats {
 
 // One notification about one alert, for GetAlert().
 struct AlertNotification {
-  OutboxItem outbox;                            // the message and its delivery outcome
-  NotifyStatus status = NotifyStatus::kFiring;  // this alert's status in it
+  OutboxItem outbox;   // the message and its delivery outcome
+  std::string status;  // this alert's status in it: "firing" / "resolved"
   int tier = 0;
   std::string severity;
 };
@@ -201,42 +267,14 @@ struct AlertDetail {
 struct Silence {
   int64_t id = 0;  // set by the store
   // A selector over alert labels (series labels, rule labels, alertname, severity), e.g.
-  // {model="rank",severity=~"warning|critical"}; at least one matcher.
+  // {model="rank",severity=~"warning|critical"}, as text: the alert side checks and compiles it
+  // (alert/notify/silences.h).
   std::string matchers{};
   WallTime starts_at{};      // inclusive
   WallTime ends_at{};        // exclusive; > starts_at when added
   std::string created_by{};  // not empty
   std::string comment{};     // not empty
   WallTime created_at{};     // {}: starts_at
-};
-
-// Silences compiled for matching: regexes are built once.
-// Immutable after Build(); const methods are thread-safe.
-class SilenceSet {
- public:
-  SilenceSet() = default;
-
-  // InvalidArgument "silence <id>: ..." for a selector that does not parse or a regex that does
-  // not compile.
-  static absl::StatusOr<SilenceSet> Build(const std::vector<Silence>& silences);
-
-  // True when a silence in effect at `t` (starts_at <= t < ends_at) matches every one of its
-  // matchers against `labels` (an absent label matches as ""; regexes match whole values).
-  bool Matches(LabelSpan labels, WallTime t) const { return MatchingSilence(labels, t) != 0; }
-  // The id of the first such silence, or 0.
-  int64_t MatchingSilence(LabelSpan labels, WallTime t) const;
-
-  size_t size() const { return silences_.size(); }
-  bool empty() const { return silences_.empty(); }
-
- private:
-  struct Compiled {
-    int64_t id;
-    WallTime starts_at;
-    WallTime ends_at;
-    alert_internal::SeriesSelector selector;
-  };
-  std::vector<Compiled> silences_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -273,11 +311,11 @@ class EventStore {
 
   // --- Alerts
 
-  // Stores one transition in the timeline and applies it to its episode: kPreAlert creates an
+  // Stores one transition in the timeline and applies it to its episode: kStart creates an
   // episode (ending, as abandoned, an active one of the same (rule, series) the store still
-  // holds), kFire, kEscalate and kDeescalate update the active one (creating it if the store
-  // missed its start), kCancel and kResolve end it.
-  absl::Status RecordEvent(const AlertEvent& e);
+  // holds), kUpdate updates the active one (creating it if the store missed its start), kNoData
+  // sets its value, kEnd ends it. InvalidArgument for a state that does not go with the change.
+  absl::Status RecordEvent(const TransitionRow& e);
 
   // Ends every active episode as abandoned at `now` and returns how many. For a start of the
   // engine without its saved state: it will not end the episodes it no longer knows about.
@@ -320,8 +358,8 @@ class EventStore {
 
   // --- Timeline
 
-  // Records what became of the action (e.g. "degrade") that `cause` asked for.
-  absl::Status RecordAction(WallTime t, std::string_view action, const AlertEvent& cause,
+  // Records what became of the action (e.g. "degrade") that the transition `cause` asked for.
+  absl::Status RecordAction(WallTime t, std::string_view action, const TransitionRow& cause,
                             std::string_view decision);
   // Records that a notification about (rule, series) was not sent, and why (e.g. "silence 4").
   absl::Status RecordMuted(WallTime t, std::string_view rule, std::string_view series,
@@ -339,7 +377,7 @@ class EventStore {
   // status and created default to n's when empty. Idempotent by idempotency key: a second call
   // with the same key changes nothing and returns the existing id with *inserted = false
   // (`inserted` may be null). InvalidArgument for an empty key or a header with CR or LF.
-  absl::StatusOr<int64_t> Enqueue(const Notification& n, const OutboxItem& item,
+  absl::StatusOr<int64_t> Enqueue(const NotificationRow& n, const OutboxItem& item,
                                   bool* inserted = nullptr);
 
   // Pending items with next_attempt <= now, oldest (by created) first, at most `limit` (> 0),
@@ -366,17 +404,15 @@ class EventStore {
 
   // --- Silences
 
-  // Validates and stores `s`; returns its id. InvalidArgument when the selector does not parse,
-  // has no matcher or a regex that does not compile, when starts_at >= ends_at, or when
-  // created_by or comment is empty.
+  // Stores `s`; returns its id. InvalidArgument when starts_at >= ends_at, or when created_by
+  // or comment is empty. The matchers are stored as they are: notify::AddSilence()
+  // (alert/notify/silences.h) checks them first.
   absl::StatusOr<int64_t> AddSilence(const Silence& s);
   // Silences not expired at `now` (ends_at > now, including those not started yet), or all of
   // them; newest first.
   absl::StatusOr<std::vector<Silence>> ListSilences(WallTime now, bool include_expired);
   // Ends a silence at `now`. NotFound for an unknown id; FailedPrecondition when it has expired.
   absl::Status ExpireSilence(int64_t id, WallTime now);
-  // The silences not expired at `now`, compiled.
-  absl::StatusOr<SilenceSet> ActiveSilences(WallTime now);
 
   // --- The alert engine's state
 
@@ -398,13 +434,12 @@ class EventStore {
   // Unlocked helpers; REQUIRES: mu_ held.
   absl::Status Migrate();
   absl::StatusOr<int64_t> ActiveAlertId(std::string_view rule, std::string_view series);
-  absl::StatusOr<int64_t> InsertAlert(const AlertEvent& e, WallTime started_at);
-  absl::StatusOr<std::optional<int64_t>> LinkAlert(const NotifiedAlert& a, WallTime at);
+  absl::StatusOr<int64_t> InsertAlert(const TransitionRow& e, WallTime started_at);
+  absl::StatusOr<std::optional<int64_t>> LinkAlert(const NotifiedAlertRow& a, WallTime at);
   absl::StatusOr<AlertRow> ReadAlertRow(int64_t id);
   absl::StatusOr<int64_t> InsertAnnotation(int64_t id, std::string_view kind, std::string_view text,
                                            WallTime now);
   absl::Status CheckPending(int64_t id);
-  absl::StatusOr<std::vector<Silence>> SelectSilences(WallTime now, bool include_expired);
 
   // Constant after construction.
   const std::string path_;

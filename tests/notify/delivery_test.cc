@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "alert/notify/store_rows.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "store/sqlite.h"
@@ -122,7 +123,7 @@ class DeliveryTest : public ::testing::Test {
     item.body = "{\"key\":\"" + key + "\"}";
     item.summary = "firing x";
     bool inserted = false;
-    absl::StatusOr<int64_t> id = store_->Enqueue(n, item, &inserted);
+    absl::StatusOr<int64_t> id = store_->Enqueue(StoreRow(n), item, &inserted);
     EXPECT_TRUE(id.ok()) << id.status();
     EXPECT_TRUE(inserted);
     return id.ok() ? *id : 0;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
+#include "alert/notify/store_rows.h"
 #include "common/mutex.h"
 #include "common/strings.h"
 #include "gmock/gmock.h"
@@ -854,7 +855,7 @@ int64_t StoreEpisode(const std::string& path) {
   e.value = 0.4;
   e.threshold = 0.3;
   e.baseline_p99 = 0.2;
-  EXPECT_TRUE((*s)->RecordEvent(e).ok());
+  EXPECT_TRUE((*s)->RecordEvent(notify::StoreRow(e)).ok());
   absl::StatusOr<std::vector<store::AlertRow>> rows = (*s)->ListAlerts({});
   EXPECT_TRUE(rows.ok() && rows->size() == 1);
   return rows.ok() && !rows->empty() ? (*rows)[0].id : 0;

@@ -14,6 +14,7 @@ namespace {
 
 using store::Database;
 using store::EventStore;
+using store::NotificationRow;
 using store::OutboxItem;
 using store::Statement;
 
@@ -29,7 +30,7 @@ std::string Body(int i) { return Cat("{\"n\":", i, ",\"pad\":\"", std::string(30
   absl::StatusOr<std::unique_ptr<EventStore>> s = EventStore::Open(path);
   if (!s.ok()) _exit(2);
   for (int i = first; i < first + kWrites; ++i) {
-    Notification n = Note(Key(i), T0() + seconds(i), {"rank", "fraud", "search"});
+    NotificationRow n = Note(Key(i), T0() + seconds(i), {"rank", "fraud", "search"});
     OutboxItem item = Request(n);
     item.body = Body(i);
     absl::Status st = (*s)->RunInTransaction([&]() -> absl::Status {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <thread>
 
+#include "alert/notify/silences.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "store/schema.h"
@@ -20,13 +21,14 @@ using store::AlertRow;
 using store::Database;
 using store::EpisodeState;
 using store::EventStore;
+using store::NotificationRow;
 using store::OutboxItem;
 using store::OutboxQuery;
 using store::Silence;
-using store::SilenceSet;
 using store::Statement;
 using store::TimelineEntry;
 using store::TimelineType;
+using store::TransitionRow;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -194,7 +196,7 @@ TEST_F(EventStoreAlertTest, EpisodeFromPreAlertThroughResolve) {
   EXPECT_EQ(r.series, SeriesKey());
   EXPECT_EQ(r.metric, kMetric);
   EXPECT_EQ(r.labels, SeriesLabels());
-  EXPECT_EQ(r.stat, Statistic::kP99);
+  EXPECT_EQ(r.stat, "p99");
   EXPECT_EQ(r.state, EpisodeState::kPreAlert);
   EXPECT_EQ(r.tier, 0);
   EXPECT_EQ(r.severity, "warning");
@@ -278,7 +280,7 @@ TEST_F(EventStoreAlertTest, APreAlertWhileTheStoreHoldsAnActiveEpisodeAbandonsIt
 
 TEST_F(EventStoreAlertTest, FireWithoutPreAlertCreatesTheEpisode) {
   std::unique_ptr<EventStore> s = OpenStore();
-  AlertEvent fire = Event(AlertEventKind::kFire, T0() + seconds(30), 0, 0);
+  TransitionRow fire = Event(AlertEventKind::kFire, T0() + seconds(30), 0, 0);
   fire.breach_start = T0();
   ASSERT_OK(s->RecordEvent(fire));
   AlertRow r = Only(*s);
@@ -298,13 +300,26 @@ TEST_F(EventStoreAlertTest, ResolveWithoutEpisodeIsStillInTheTimeline) {
   EXPECT_EQ((*t)[0].kind, "resolve");
 }
 
+// The store checks a row's state against its change; the alert side's rows always agree.
+TEST_F(EventStoreAlertTest, AStateThatDoesNotGoWithTheChangeIsRefused) {
+  std::unique_ptr<EventStore> s = OpenStore();
+  TransitionRow end = Event(AlertEventKind::kResolve, T0(), 0, -1);
+  end.state = EpisodeState::kAlert;
+  EXPECT_EQ(s->RecordEvent(end).code(), absl::StatusCode::kInvalidArgument);
+  TransitionRow start = Event(AlertEventKind::kPreAlert, T0(), -1, 0);
+  start.state = EpisodeState::kAbandoned;
+  EXPECT_EQ(s->RecordEvent(start).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(List(*s).empty());
+  EXPECT_TRUE(s->ListTimeline(WallTime{}, 0)->empty());
+}
+
 // No data is not the end of an episode (issue 16): the episode stays in Alert, its value
 // unknown, the no_data transition in its timeline.
 TEST_F(EventStoreAlertTest, NoDataKeepsTheEpisodeOpen) {
   std::unique_ptr<EventStore> s = OpenStore();
   ASSERT_OK(s->RecordEvent(Event(AlertEventKind::kPreAlert, T0(), -1, 0)));
   ASSERT_OK(s->RecordEvent(Event(AlertEventKind::kFire, T0() + seconds(30), 0, 0)));
-  AlertEvent gap = Event(AlertEventKind::kNoData, T0() + minutes(2), 0, 0);
+  TransitionRow gap = Event(AlertEventKind::kNoData, T0() + minutes(2), 0, 0);
   gap.value = std::nan("");
   ASSERT_OK(s->RecordEvent(gap));
   AlertRow r = Only(*s);
@@ -320,7 +335,7 @@ TEST_F(EventStoreAlertTest, NoDataKeepsTheEpisodeOpen) {
 
 TEST_F(EventStoreAlertTest, MissingStatisticIsStoredAsNull) {
   std::unique_ptr<EventStore> s = OpenStore();
-  AlertEvent e = Event(AlertEventKind::kPreAlert, T0(), -1, 0);
+  TransitionRow e = Event(AlertEventKind::kPreAlert, T0(), -1, 0);
   e.value = std::nan("");
   e.threshold = std::nan("");
   ASSERT_OK(s->RecordEvent(e));
@@ -332,7 +347,7 @@ TEST_F(EventStoreAlertTest, MissingStatisticIsStoredAsNull) {
 
 TEST_F(EventStoreAlertTest, LabelsWithQuotesAndNewlinesRoundTrip) {
   std::unique_ptr<EventStore> s = OpenStore();
-  AlertEvent e = Event(AlertEventKind::kPreAlert, T0(), -1, 0);
+  TransitionRow e = Event(AlertEventKind::kPreAlert, T0(), -1, 0);
   e.labels = {{"model", "a\"b\\c\nd,e}"}, {"route", ""}, {"stage", "total"}};
   ASSERT_OK(s->RecordEvent(e));
   EXPECT_EQ(Only(*s).labels, e.labels);
@@ -346,7 +361,7 @@ TEST_F(EventStoreAlertTest, ListFilters) {
   ASSERT_OK(s->RecordEvent(Event(AlertEventKind::kPreAlert, T0() + minutes(2), -1, 0, "fraud")));
   ASSERT_OK(s->RecordEvent(Event(AlertEventKind::kCancel, T0() + minutes(10), 0, -1, "fraud")));
   ASSERT_OK(s->RecordEvent(Event(AlertEventKind::kPreAlert, T0() + minutes(3), -1, 0, "search")));
-  AlertEvent other = Event(AlertEventKind::kPreAlert, T0() + minutes(4), -1, 0, "rank");
+  TransitionRow other = Event(AlertEventKind::kPreAlert, T0() + minutes(4), -1, 0, "rank");
   other.rule = "error_ratio";
   ASSERT_OK(s->RecordEvent(other));
 
@@ -492,7 +507,7 @@ using EventStoreTimelineTest = StoreTest;
 TEST_F(EventStoreTimelineTest, ActionsAndMutedNotificationsJoinTheTimeline) {
   std::unique_ptr<EventStore> s = OpenStore();
   ASSERT_OK(s->RecordEvent(Event(AlertEventKind::kPreAlert, T0(), -1, 0)));
-  const AlertEvent fire = Event(AlertEventKind::kFire, T0() + seconds(30), 0, 2);
+  const TransitionRow fire = Event(AlertEventKind::kFire, T0() + seconds(30), 0, 2);
   ASSERT_OK(s->RecordEvent(fire));
   ASSERT_OK(s->RecordAction(T0() + seconds(30), "degrade", fire, "breaker opened: shed 20%"));
   ASSERT_OK(s->RecordMuted(T0() + seconds(60), kRule, SeriesKey(), "silence 3"));
@@ -532,7 +547,7 @@ TEST_F(EventStoreOutboxTest, EnqueueStoresTheNotificationLinkedToItsAlerts) {
     ASSERT_OK(s->RecordEvent(Event(AlertEventKind::kPreAlert, T0(), -1, 0, m)));
     ASSERT_OK(s->RecordEvent(Event(AlertEventKind::kFire, fired, 0, 0, m)));
   }
-  const Notification n = Note("wecom/1", T0() + minutes(1), {"rank", "fraud"}, fired);
+  const NotificationRow n = Note("wecom/1", T0() + minutes(1), {"rank", "fraud"}, fired);
   bool inserted = false;
   absl::StatusOr<int64_t> id = s->Enqueue(n, Request(n), &inserted);
   ASSERT_TRUE(id.ok()) << id.status();
@@ -546,26 +561,26 @@ TEST_F(EventStoreOutboxTest, EnqueueStoresTheNotificationLinkedToItsAlerts) {
     ASSERT_EQ(d->notifications.size(), 1u);
     EXPECT_EQ(d->notifications[0].outbox.id, *id);
     EXPECT_EQ(d->notifications[0].outbox.state, State::kPending);
-    EXPECT_EQ(d->notifications[0].status, NotifyStatus::kFiring);
+    EXPECT_EQ(d->notifications[0].status, "firing");
     EXPECT_EQ(d->notifications[0].severity, "warning");
   }
 
   // The resolved message links to the same, now ended, episode.
   ASSERT_OK(s->RecordEvent(Event(AlertEventKind::kResolve, T0() + minutes(5), 0, -1, "rank")));
-  const Notification resolved =
+  const NotificationRow resolved =
       Note("wecom/2", T0() + minutes(6), {"rank"}, fired, NotifyStatus::kResolved);
   ASSERT_TRUE(s->Enqueue(resolved, Request(resolved)).ok());
   const int64_t rank = rows[0].series == SeriesKey("rank") ? rows[0].id : rows[1].id;
   absl::StatusOr<AlertDetail> d = s->GetAlert(rank);
   ASSERT_TRUE(d.ok());
   ASSERT_EQ(d->notifications.size(), 2u);
-  EXPECT_EQ(d->notifications[1].status, NotifyStatus::kResolved);
+  EXPECT_EQ(d->notifications[1].status, "resolved");
   EXPECT_EQ(d->notifications[1].outbox.status, "resolved");
 }
 
 TEST_F(EventStoreOutboxTest, EnqueueIsIdempotentByKey) {
   std::unique_ptr<EventStore> s = OpenStore();
-  const Notification n = Note("wecom/g/1", T0(), {"rank"});
+  const NotificationRow n = Note("wecom/g/1", T0(), {"rank"});
   bool inserted = false;
   absl::StatusOr<int64_t> first = s->Enqueue(n, Request(n), &inserted);
   ASSERT_TRUE(first.ok());
@@ -585,7 +600,7 @@ TEST_F(EventStoreOutboxTest, EnqueueIsIdempotentByKey) {
 
 TEST_F(EventStoreOutboxTest, ReceiverWithoutTargetIsRecordedAsSkipped) {
   std::unique_ptr<EventStore> s = OpenStore();
-  const Notification n = Note("default/1", T0(), {"rank"});
+  const NotificationRow n = Note("default/1", T0(), {"rank"});
   OutboxItem item;
   item.summary = "1 alert firing";
   absl::StatusOr<int64_t> id = s->Enqueue(n, item);
@@ -613,7 +628,7 @@ TEST_F(EventStoreOutboxTest, ReceiverWithoutTargetIsRecordedAsSkipped) {
 
 TEST_F(EventStoreOutboxTest, EnqueueRejectsMissingKeyAndBadHeadersWithoutLeakingValues) {
   std::unique_ptr<EventStore> s = OpenStore();
-  Notification n = Note("", T0(), {"rank"});
+  NotificationRow n = Note("", T0(), {"rank"});
   EXPECT_EQ(s->Enqueue(n, Request(n)).status().code(), absl::StatusCode::kInvalidArgument);
 
   n.idempotency_key = "k";
@@ -631,7 +646,7 @@ TEST_F(EventStoreOutboxTest, EnqueueRejectsMissingKeyAndBadHeadersWithoutLeaking
 
 TEST_F(EventStoreOutboxTest, RequestIsStoredExactly) {
   std::unique_ptr<EventStore> s = OpenStore();
-  const Notification n = Note("k", T0(), {"rank"});
+  const NotificationRow n = Note("k", T0(), {"rank"});
   OutboxItem item = Request(n, "https://hooks.example.com/x?key=topsecret");
   item.method = "PUT";
   item.headers.push_back({"X-Empty", ""});
@@ -656,7 +671,7 @@ TEST_F(EventStoreOutboxTest, DueIsOldestFirstAndRespectsTimeAndLimit) {
   std::unique_ptr<EventStore> s = OpenStore();
   for (auto [key, offset] :
        std::vector<std::pair<std::string, int>>{{"c", 2}, {"a", 0}, {"b", 1}}) {
-    const Notification n = Note(key, T0() + seconds(offset), {"rank"});
+    const NotificationRow n = Note(key, T0() + seconds(offset), {"rank"});
     ASSERT_TRUE(s->Enqueue(n, Request(n)).ok());
   }
   absl::StatusOr<std::vector<OutboxItem>> due = s->Due(T0() + seconds(1), 10);
@@ -679,7 +694,7 @@ TEST_F(EventStoreOutboxTest, DueGivesOnlyTheOldestPendingMessageOfAGroup) {
   std::vector<int64_t> ids;
   for (auto [key, offset] : std::vector<std::pair<std::string, int>>{
            {"firing", 0}, {"resolved", 1}, {"other-receiver", 2}}) {
-    Notification n = Note(key, T0() + seconds(offset), {"rank"});
+    NotificationRow n = Note(key, T0() + seconds(offset), {"rank"});
     n.group_key = "{alertname=\"g\"}";
     if (key == "other-receiver") n.receiver = "sms";
     absl::StatusOr<int64_t> id = s->Enqueue(n, Request(n));
@@ -704,7 +719,7 @@ TEST_F(EventStoreOutboxTest, RetryDeliverAndGiveUp) {
   std::unique_ptr<EventStore> s = OpenStore();
   std::vector<int64_t> ids;
   for (const char* key : {"a", "b", "c"}) {
-    Notification n = Note(key, T0(), {"rank"});
+    NotificationRow n = Note(key, T0(), {"rank"});
     if (std::string_view(key) == "c") n.receiver = "sms";
     absl::StatusOr<int64_t> id = s->Enqueue(n, Request(n));
     ASSERT_TRUE(id.ok());
@@ -771,7 +786,7 @@ TEST_F(EventStoreOutboxTest, RetryDeliverAndGiveUp) {
 }
 
 TEST_F(EventStoreOutboxTest, PendingItemsSurviveARestart) {
-  const Notification n = Note("wecom/g/7", T0(), {"rank"});
+  const NotificationRow n = Note("wecom/g/7", T0(), {"rank"});
   {
     std::unique_ptr<EventStore> s = OpenStore();
     ASSERT_TRUE(s->Enqueue(n, Request(n)).ok());
@@ -796,7 +811,7 @@ TEST_F(EventStoreOutboxTest, TwoStoresOnOneFileSeeEachOthersWrites) {
   ASSERT_NE(loop, nullptr);
   ASSERT_NE(cli, nullptr);
   ASSERT_OK(loop->RecordEvent(Event(AlertEventKind::kPreAlert, T0(), -1, 0)));
-  const Notification n = Note("k", T0(), {"rank"});
+  const NotificationRow n = Note("k", T0(), {"rank"});
   absl::StatusOr<int64_t> id = loop->Enqueue(n, Request(n));
   ASSERT_TRUE(id.ok());
 
@@ -824,7 +839,7 @@ TEST_F(EventStoreOutboxTest, ConcurrentThreadsShareOneStore) {
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kEach; ++i) {
-        const Notification n = Note(Cat("t", t, "/", i), T0() + seconds(i), {"rank"});
+        const NotificationRow n = Note(Cat("t", t, "/", i), T0() + seconds(i), {"rank"});
         if (!s->Enqueue(n, Request(n)).ok()) ++failures;
         if (!s->Due(T0() + seconds(i), 5).ok()) ++failures;
       }
@@ -838,25 +853,13 @@ TEST_F(EventStoreOutboxTest, ConcurrentThreadsShareOneStore) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Silences
+// Silences (their matchers are checked and matched on the alert side: notify/silences_test.cc)
 
 using EventStoreSilenceTest = StoreTest;
-
-Silence MakeSilence(std::string matchers, WallTime start = T0(), WallTime end = T0() + hours(1)) {
-  return {.matchers = std::move(matchers),
-          .starts_at = start,
-          .ends_at = end,
-          .created_by = "alice",
-          .comment = "model rollout"};
-}
 
 TEST_F(EventStoreSilenceTest, AddValidates) {
   std::unique_ptr<EventStore> s = OpenStore();
   auto code = [&](const Silence& x) { return s->AddSilence(x).status().code(); };
-  EXPECT_EQ(code(MakeSilence("{model=")), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(code(MakeSilence("{}")), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(code(MakeSilence("")), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(code(MakeSilence("{model=~\"(\"}")), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(code(MakeSilence("{model=\"x\"}", T0(), T0())), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(code(MakeSilence("{model=\"x\"}", T0(), T0() - seconds(1))),
             absl::StatusCode::kInvalidArgument);
@@ -882,51 +885,16 @@ TEST_F(EventStoreSilenceTest, AddValidates) {
   EXPECT_EQ((*all)[0].created_at, T0());  // defaults to starts_at
 }
 
-TEST_F(EventStoreSilenceTest, MatchingWithEveryOperator) {
-  std::unique_ptr<EventStore> s = OpenStore();
-  ASSERT_TRUE(s->AddSilence(MakeSilence("{model=\"rank\",severity=~\"warning|critical\"}")).ok());
-  ASSERT_TRUE(
-      s->AddSilence(MakeSilence("{alertname!=\"p99_vs_baseline\",route!~\"/v1/.*\"}")).ok());
-  absl::StatusOr<SilenceSet> set = s->ActiveSilences(T0());
-  ASSERT_TRUE(set.ok()) << set.status();
-  EXPECT_EQ(set->size(), 2u);
-  const WallTime t = T0() + minutes(1);
-  auto labels = [](std::string alertname, std::string model, std::string severity,
-                   std::string route = "/v1/rank") {
-    return Labels{{"alertname", std::move(alertname)},
-                  {"model", std::move(model)},
-                  {"route", std::move(route)},
-                  {"severity", std::move(severity)}};
-  };
-  // = and =~ (whole value only).
-  EXPECT_TRUE(set->Matches(labels("p99_vs_baseline", "rank", "warning"), t));
-  EXPECT_TRUE(set->Matches(labels("p99_vs_baseline", "rank", "critical"), t));
-  EXPECT_FALSE(set->Matches(labels("p99_vs_baseline", "rank", "emergency"), t));
-  EXPECT_FALSE(set->Matches(labels("p99_vs_baseline", "rank", "warningx"), t));
-  EXPECT_FALSE(set->Matches(labels("p99_vs_baseline", "fraud", "critical"), t));
-  // != and !~; an absent label matches as "".
-  EXPECT_TRUE(set->Matches(labels("error_ratio", "fraud", "critical", "/v2/x"), t));
-  EXPECT_FALSE(set->Matches(labels("error_ratio", "fraud", "critical", "/v1/x"), t));
-  EXPECT_TRUE(set->Matches(Labels{{"alertname", "error_ratio"}}, t));
-  EXPECT_EQ(set->MatchingSilence(labels("p99_vs_baseline", "rank", "warning"), t), 1);
-  EXPECT_EQ(set->MatchingSilence(labels("error_ratio", "fraud", "critical", "/v2/x"), t), 2);
-  // Only in effect from starts_at (inclusive) to ends_at (exclusive).
-  EXPECT_TRUE(set->Matches(labels("p99_vs_baseline", "rank", "warning"), T0()));
-  EXPECT_FALSE(set->Matches(labels("p99_vs_baseline", "rank", "warning"), T0() - seconds(1)));
-  EXPECT_FALSE(set->Matches(labels("p99_vs_baseline", "rank", "warning"), T0() + hours(1)));
-}
-
 TEST_F(EventStoreSilenceTest, ExpiringEndsASilence) {
   std::unique_ptr<EventStore> s = OpenStore();
   absl::StatusOr<int64_t> now_id = s->AddSilence(MakeSilence("{model=\"rank\"}"));
   absl::StatusOr<int64_t> later_id =
       s->AddSilence(MakeSilence("{model=\"fraud\"}", T0() + hours(2), T0() + hours(3)));
   ASSERT_TRUE(now_id.ok() && later_id.ok());
-  // Silences that have not started yet are listed and compiled too.
-  absl::StatusOr<SilenceSet> set = s->ActiveSilences(T0() + minutes(1));
-  ASSERT_TRUE(set.ok());
-  EXPECT_EQ(set->size(), 2u);
-  EXPECT_TRUE(set->Matches(Labels{{"model", "fraud"}}, T0() + hours(2)));
+  // Silences that have not started yet are listed too.
+  absl::StatusOr<std::vector<Silence>> current = s->ListSilences(T0() + minutes(1), false);
+  ASSERT_TRUE(current.ok());
+  EXPECT_EQ(current->size(), 2u);
 
   const WallTime now = T0() + minutes(10);
   ASSERT_OK(s->ExpireSilence(*now_id, now));
@@ -936,7 +904,7 @@ TEST_F(EventStoreSilenceTest, ExpiringEndsASilence) {
   EXPECT_THAT(again.message(), HasSubstr("expired"));
   EXPECT_EQ(s->ExpireSilence(99, now).code(), absl::StatusCode::kNotFound);
 
-  absl::StatusOr<std::vector<Silence>> current = s->ListSilences(now, false);
+  current = s->ListSilences(now, false);
   ASSERT_TRUE(current.ok());
   EXPECT_TRUE(current->empty());
   absl::StatusOr<std::vector<Silence>> all = s->ListSilences(now, true);
@@ -947,10 +915,6 @@ TEST_F(EventStoreSilenceTest, ExpiringEndsASilence) {
   EXPECT_EQ((*all)[0].ends_at, now);
   EXPECT_EQ((*all)[1].starts_at, T0());
   EXPECT_EQ((*all)[1].ends_at, now);
-  set = s->ActiveSilences(now);
-  ASSERT_TRUE(set.ok());
-  EXPECT_TRUE(set->empty());
-  EXPECT_FALSE(set->Matches(Labels{{"model", "rank"}}, now));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -977,7 +941,7 @@ TEST_F(EventStoreStateTest, EngineStateRoundTrip) {
 
 TEST_F(EventStoreStateTest, TransactionCommitsATickAtomically) {
   std::unique_ptr<EventStore> s = OpenStore();
-  const Notification n = Note("k", T0() + seconds(30), {"rank"}, T0() + seconds(30));
+  const NotificationRow n = Note("k", T0() + seconds(30), {"rank"}, T0() + seconds(30));
   ASSERT_OK(s->RunInTransaction([&]() -> absl::Status {
     if (absl::Status st = s->RecordEvent(Event(AlertEventKind::kPreAlert, T0(), -1, 0)); !st.ok()) {
       return st;
@@ -998,7 +962,7 @@ TEST_F(EventStoreStateTest, TransactionCommitsATickAtomically) {
 
 TEST_F(EventStoreStateTest, FailedTransactionLeavesNothing) {
   std::unique_ptr<EventStore> s = OpenStore();
-  const Notification n = Note("k", T0(), {"rank"});
+  const NotificationRow n = Note("k", T0(), {"rank"});
   absl::Status st = s->RunInTransaction([&]() -> absl::Status {
     EXPECT_TRUE(s->RecordEvent(Event(AlertEventKind::kPreAlert, T0(), -1, 0)).ok());
     EXPECT_TRUE(s->Enqueue(n, Request(n)).ok());
@@ -1021,7 +985,8 @@ TEST_F(EventStoreStateTest, AFailedCallInsideATransactionUndoesOnlyItself) {
   std::unique_ptr<EventStore> s = OpenStore();
   ASSERT_OK(s->RunInTransaction([&]() -> absl::Status {
     EXPECT_EQ(s->Ack(7, "alice", "", T0()).code(), absl::StatusCode::kNotFound);
-    EXPECT_EQ(s->AddSilence(MakeSilence("{")).status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(notify::AddSilence(*s, MakeSilence("{")).status().code(),
+              absl::StatusCode::kInvalidArgument);
     return s->RecordEvent(Event(AlertEventKind::kPreAlert, T0(), -1, 0));
   }));
   EXPECT_EQ(List(*s).size(), 1u);

@@ -1,5 +1,6 @@
 // Helpers shared by the store tests: a fresh directory per test, fixed instants, and builders
-// for alert events and notifications.
+// for alert events and notifications, made into the store's rows as the alert journal makes them
+// (alert/notify/store_rows.h).
 #ifndef TAILGUARD_TESTS_STORE_STORE_TEST_UTIL_H_
 #define TAILGUARD_TESTS_STORE_STORE_TEST_UTIL_H_
 
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "alert/notify/store_rows.h"
 #include "common/strings.h"
 #include "gtest/gtest.h"
 #include "store/event_store.h"
@@ -36,8 +38,8 @@ inline std::string SeriesKey(const std::string& model = "rank") {
 }
 
 // One transition of rule kRule on the series of `model`.
-inline AlertEvent Event(AlertEventKind kind, WallTime t, int from_tier, int to_tier,
-                        const std::string& model = "rank") {
+inline store::TransitionRow Event(AlertEventKind kind, WallTime t, int from_tier, int to_tier,
+                                  const std::string& model = "rank") {
   static const char* const kSeverity[] = {"warning", "critical", "emergency"};
   AlertEvent e;
   e.time = t;
@@ -80,13 +82,14 @@ inline AlertEvent Event(AlertEventKind kind, WallTime t, int from_tier, int to_t
   e.baseline_p99 = 0.100;
   e.breach_start = t;
   if (e.to_state == AlertState::kAlert) e.actions = {"degrade"};
-  return e;
+  return notify::StoreRow(e);
 }
 
 // A notification to "wecom" about the given alerts (rule kRule on each model's series), in a
 // group of its own (a group's messages are delivered one after the other: EventStore::Due).
-inline Notification Note(std::string key, WallTime t, const std::vector<std::string>& models,
-                         WallTime fired_at = {}, NotifyStatus status = NotifyStatus::kFiring) {
+inline store::NotificationRow Note(std::string key, WallTime t,
+                                   const std::vector<std::string>& models, WallTime fired_at = {},
+                                   NotifyStatus status = NotifyStatus::kFiring) {
   Notification n;
   n.time = t;
   n.receiver = "wecom";
@@ -111,11 +114,11 @@ inline Notification Note(std::string key, WallTime t, const std::vector<std::str
     if (status == NotifyStatus::kResolved) a.ends_at = t;
     n.alerts.push_back(std::move(a));
   }
-  return n;
+  return notify::StoreRow(n);
 }
 
 // The request for `n`, as a notifier would render it.
-inline store::OutboxItem Request(const Notification& n,
+inline store::OutboxItem Request(const store::NotificationRow& n,
                                  std::string url = "http://127.0.0.1:9/hook") {
   store::OutboxItem item;
   item.summary = Cat(n.alerts.size(), " alerts firing");
@@ -124,6 +127,16 @@ inline store::OutboxItem Request(const Notification& n,
   item.headers = {{"Content-Type", "application/json"}, {"Authorization", "Bearer s3cret"}};
   item.body = Cat("{\"key\":\"", n.idempotency_key, "\"}");
   return item;
+}
+
+// A silence by alice, for an hour from T0() unless said otherwise.
+inline store::Silence MakeSilence(std::string matchers, WallTime start = T0(),
+                                  WallTime end = T0() + hours(1)) {
+  return {.matchers = std::move(matchers),
+          .starts_at = start,
+          .ends_at = end,
+          .created_by = "alice",
+          .comment = "model rollout"};
 }
 
 // A fresh, empty directory per test, removed afterwards.

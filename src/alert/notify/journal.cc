@@ -3,6 +3,7 @@
 #include <utility>
 #include <variant>
 
+#include "alert/notify/store_rows.h"
 #include "common/strings.h"
 
 namespace tailguard::notify {
@@ -49,7 +50,7 @@ absl::StatusOr<std::optional<std::string>> AlertJournal::LoadState() {
 
 void AlertJournal::BeginTick(WallTime now) {
   now_ = now;
-  absl::StatusOr<store::SilenceSet> active = store_.ActiveSilences(now);
+  absl::StatusOr<SilenceSet> active = ActiveSilences(store_, now);
   if (active.ok()) {
     silences_ = *std::move(active);
   } else if (options_.log != nullptr) {
@@ -133,11 +134,11 @@ void AlertJournal::Commit(const std::string& state) {
     for (const Record& r : pending_) {
       absl::Status s;
       if (const auto* e = std::get_if<AlertEvent>(&r.what)) {
-        s = store_.RecordEvent(*e);
+        s = store_.RecordEvent(StoreRow(*e));
         ++events;
       } else if (const auto* q = std::get_if<Record::Enqueue>(&r.what)) {
         bool inserted = false;
-        absl::StatusOr<int64_t> id = store_.Enqueue(q->notification, q->item, &inserted);
+        absl::StatusOr<int64_t> id = store_.Enqueue(StoreRow(q->notification), q->item, &inserted);
         s = id.status();
         if (inserted) {
           ++notifications;
@@ -150,7 +151,7 @@ void AlertJournal::Commit(const std::string& state) {
                                m->detail.empty() ? m->reason : Cat(m->reason, ": ", m->detail));
         ++muted;
       } else if (const auto* a = std::get_if<Record::Action>(&r.what)) {
-        s = store_.RecordAction(a->cause.time, a->action, a->cause, a->decision);
+        s = store_.RecordAction(a->cause.time, a->action, StoreRow(a->cause), a->decision);
         ++actions;
       }
       if (!s.ok()) return s;

@@ -21,6 +21,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "alert/notify/render.h"
+#include "alert/notify/silences.h"
 #include "store/event_store.h"
 #include "tailguard/alert.h"
 
@@ -130,7 +131,7 @@ class AlertJournal final : public AlertSink, public AlertMuter {
   const JournalOptions options_;
   absl::flat_hash_map<std::string, ReceiverTarget> targets_;  // by receiver name
   std::deque<Record> pending_;
-  std::optional<store::SilenceSet> silences_;
+  std::optional<SilenceSet> silences_;
   absl::TimeZone tz_;
   WallTime now_{};
   WallTime last_archive_{};
