@@ -1,6 +1,7 @@
-// Embedding tailguard in a C++ inference server: time each request's stages with the SDK, run the
-// analysis in process once a second (the same analyzer and default rules as `tailguard serve`),
-// read percentiles from the windows, and render the registry for a /metrics endpoint.
+// Embedding tailguard in a C++ inference server: time each request's stages with the SDK, record
+// its input size and a gauge of requests in flight, run the analysis in process once a second
+// (the same analyzer and default rules as `tailguard serve`), read percentiles from the windows,
+// and render the registry for a /metrics endpoint.
 //
 // Build: part of the default build (build/release/examples/embed_example), or on its own against
 // the installed SDK (examples/CMakeLists.txt). It serves a fake model for three seconds from two
@@ -55,6 +56,13 @@ int main() {
     return 1;
   }
   tailguard::RequestMetrics& metrics = **route;
+  // A level the server sets itself: requests being worked on (sampled once a second).
+  absl::StatusOr<tailguard::Series*> in_flight = registry.Gauge(
+      "ctr_ranker_requests_in_flight", {{"route", "/rank"}}, tailguard::Unit::kCount);
+  if (!in_flight.ok()) {
+    std::fprintf(stderr, "%s\n", in_flight.status().ToString().c_str());
+    return 1;
+  }
 
   std::atomic<bool> stop{false};
   std::vector<std::thread> workers;
@@ -63,12 +71,14 @@ int main() {
       std::mt19937 rng(static_cast<unsigned>(w));
       while (!stop.load(std::memory_order_relaxed)) {
         tailguard::RequestTimer t(metrics);  // one clock read
-        SleepMicros(rng, 800);               // fetch features
+        (*in_flight)->Add(1);
+        SleepMicros(rng, 800);  // fetch features
         t.EndStage(tailguard::Stage::kFeatureFetch);
         SleepMicros(rng, 2000);  // run the model
         t.EndStage(tailguard::Stage::kInference);
-        t.set_input_size(128);
+        t.set_input_size(100);  // into tailguard_request_input_size
         t.set_status(200, /*failed=*/false);
+        (*in_flight)->Add(-1);
       }  // total recorded here
     });
   }
@@ -101,6 +111,15 @@ int main() {
         "%-14s n=%-6llu p50=%.2fms p99=%.2fms\n", std::string(tailguard::StageName(s)).c_str(),
         static_cast<unsigned long long>(h.count()), h.Quantile(0.5) / 1e6, h.Quantile(0.99) / 1e6);
   }
+  const tailguard::Histogram sizes = metrics.input_size().Window(tailguard::kWindow10s, now);
+  std::printf("%-14s n=%-6llu p50=%llu\n", "input_size",
+              static_cast<unsigned long long>(sizes.count()),
+              static_cast<unsigned long long>(sizes.Quantile(0.5)));
+  const tailguard::Histogram levels = (*in_flight)->Window(tailguard::kWindow10s, now);
+  std::printf("%-14s samples=%llu max=%llu now=%lld\n", "in_flight",
+              static_cast<unsigned long long>(levels.count()),
+              static_cast<unsigned long long>(levels.max()),
+              static_cast<long long>((*in_flight)->level()));
   std::printf("sampled requests held: %zu\n", metrics.sampler().Snapshot().size());
   // What a /metrics endpoint of the server would answer.
   const std::string page = tailguard::PrometheusText(registry);

@@ -120,9 +120,12 @@ json JsonTime(const std::optional<WallTime>& t) {
 json JsonNumber(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
 // `stat`: a statistic's name, as the store holds it; one this build does not know shows plain.
-std::string ShowValue(std::string_view stat, double v) {
+// `unit`: the series' ("seconds", "bytes", "count"; "" as seconds).
+std::string ShowValue(std::string_view stat, double v, std::string_view unit) {
   if (!std::isfinite(v)) return "n/a";
   if (std::optional<Statistic> s = ParseStatistic(stat); s && IsLatencyStatistic(*s)) {
+    if (unit == "bytes") return FormatBytes(v);
+    if (unit == "count") return FormatCount(v);
     return FormatDuration(v * 1e9);
   }
   char buf[32];
@@ -144,6 +147,7 @@ json AlertJson(const AlertRow& a) {
           {"series", a.series},
           {"labels", labels},
           {"stat", a.stat},
+          {"unit", a.unit},
           {"state", std::string(store::EpisodeStateName(a.state))},
           {"tier", a.tier},
           {"severity", a.severity},
@@ -205,8 +209,8 @@ int List(const AlertsFlags& f) {
   for (const AlertRow& a : *rows) {
     std::printf("%-6lld %-23s %-10s %-9s %-22s %-10s %-10s %s%s\n", static_cast<long long>(a.id),
                 When(a.started_at).c_str(), StateOf(a).c_str(), a.severity.c_str(), a.rule.c_str(),
-                ShowValue(a.stat, a.value).c_str(), ShowValue(a.stat, a.threshold).c_str(),
-                a.series.c_str(),
+                ShowValue(a.stat, a.value, a.unit).c_str(),
+                ShowValue(a.stat, a.threshold, a.unit).c_str(), a.series.c_str(),
                 a.acked_by.empty() ? "" : Cat("  [acked by ", a.acked_by, "]").c_str());
   }
   return 0;
@@ -248,8 +252,9 @@ int Show(const AlertsFlags& f) {
               a.series.c_str());
   std::printf("  state      %s, %s (tier %d)\n", StateOf(a).c_str(), a.severity.c_str(), a.tier);
   std::printf("  %-10s %s (threshold %s, baseline P99 %s)\n", a.stat.c_str(),
-              ShowValue(a.stat, a.value).c_str(), ShowValue(a.stat, a.threshold).c_str(),
-              ShowValue(StatisticName(Statistic::kP99), a.baseline_p99).c_str());
+              ShowValue(a.stat, a.value, a.unit).c_str(),
+              ShowValue(a.stat, a.threshold, a.unit).c_str(),
+              ShowValue(StatisticName(Statistic::kP99), a.baseline_p99, a.unit).c_str());
   std::printf("  started    %s\n  fired      %s\n  ended      %s\n", When(a.started_at).c_str(),
               When(a.fired_at).c_str(), When(a.ended_at).c_str());
   if (!a.acked_by.empty()) {

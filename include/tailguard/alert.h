@@ -58,15 +58,17 @@ struct Observation {
   WallTime time{};          // the tick this observation describes
   std::string_view metric;  // e.g. "tailguard_request_duration_seconds"
   LabelSpan labels;         // in any order; the series is the same whatever the order
-  double p50 = kMissing;    // seconds
-  double p90 = kMissing;    // seconds
-  double p99 = kMissing;    // seconds
-  double p999 = kMissing;   // seconds
-  double rate = kMissing;   // requests per second
+  // The percentiles and the baseline in `unit`: seconds for a latency, else bytes or counts.
+  Unit unit = Unit::kNanoseconds;
+  double p50 = kMissing;
+  double p90 = kMissing;
+  double p99 = kMissing;
+  double p999 = kMissing;
+  double rate = kMissing;  // requests per second
   double error_ratio = kMissing;
   double anomaly_score = kMissing;
-  // The series' expected P99 in seconds (forecast, or the same hour last week); NaN when unknown,
-  // in which case no baseline-relative threshold can breach.
+  // The series' expected P99 (forecast, or the same hour last week); NaN when unknown, in which
+  // case no baseline-relative threshold can breach.
   double baseline_p99 = kMissing;
 
   // The field that holds statistic `s`.
@@ -402,6 +404,9 @@ struct AlertEvent {
   std::string metric;
   Labels labels;  // the series' labels, sorted by name
   Statistic stat = Statistic::kP99;
+  // What the series measures: value, threshold and baseline of a percentile are in it (seconds
+  // for a latency).
+  Unit unit = Unit::kNanoseconds;
   // The tier the event is about: to_tier, or from_tier when going to Normal.
   std::string severity;
   double value = 0;         // the statistic at this evaluation (NaN when missing)
@@ -426,6 +431,7 @@ struct NotifiedAlert {
   Labels annotations;
   NotifyStatus status = NotifyStatus::kFiring;
   Statistic stat = Statistic::kP99;  // the statistic the rule watches
+  Unit unit = Unit::kNanoseconds;    // the series' (AlertEvent::unit)
   int tier = 0;
   std::string severity;
   double value = 0;  // latest evaluation (firing) or the one that resolved it
@@ -520,12 +526,13 @@ struct ActiveAlert {
   int tier = -1;
   std::string severity;
   WallTime since{};  // when it entered `state`
-  double value = 0;  // latest evaluation, in the unit of `stat`
+  double value = 0;  // latest evaluation, in the unit of `stat` (and of the series: `unit`)
   double threshold = 0;
   Statistic stat = Statistic::kP99;  // the statistic the rule watches
   // True while the statistic is missing (see AlertEventKind::kNoData): the alert holds, shown
   // as "no data", not resolved.
   bool no_data = false;
+  Unit unit = Unit::kNanoseconds;  // the series' (AlertEvent::unit)
 };
 
 // Counters; all only grow.

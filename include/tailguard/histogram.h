@@ -17,7 +17,8 @@ namespace tailguard {
 
 // The bucket layout shared by every histogram in tailguard.
 //
-// Values are unsigned integers, nanoseconds by convention. Values below 128 have a bucket each
+// Values are unsigned integers: nanoseconds for latencies, bytes or counts for value series
+// (Unit in registry.h). Values below 128 have a bucket each
 // (exact). Above that, every power-of-two range [2^e, 2^(e+1)) is split into 64 equal buckets, so
 // a bucket is at most 1/64 of its lowest value wide. A quantile is reported as the midpoint of
 // its bucket, which is within 1/128 (0.79 %) of any value in the bucket.

@@ -71,7 +71,8 @@ class Recorder {
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
 
-  // Records one value (nanoseconds). Returns false, counting it as out of range, when
+  // Records one value (nanoseconds for a latency; bytes or a count for a value series). Returns
+  // false, counting it as out of range, when
   // value > BucketLayout::kMaxValue.
   bool Record(uint64_t value) {
     recorder_internal::Writer* w = LocalWriter();

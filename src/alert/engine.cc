@@ -71,6 +71,7 @@ struct SeriesEntry {
   std::string key;
   WallTime last_time = WallTime::min();  // latest evaluation, real or for staleness
   WallTime last_seen = WallTime::min();  // latest real observation
+  Unit unit = Unit::kNanoseconds;        // of the latest observation
   std::vector<RuleState> states;         // one per rule that selects the series
   std::unique_ptr<SeriesEntry> next;     // another series with the same hash
 };
@@ -174,6 +175,7 @@ class AlertEngineImpl final : public AlertEngine {
     }
     series.last_time = obs.time;
     series.last_seen = obs.time;
+    series.unit = obs.unit;
     if (series.states.empty()) return;
     const uint64_t active = config_.schedules.empty() ? 0 : schedule_clock_.ActiveAt(obs.time);
     for (RuleState& state : series.states) Evaluate(series, state, obs, active);
@@ -226,7 +228,7 @@ class AlertEngineImpl final : public AlertEngine {
           const AlertRule& rule = *rules_[s.rule].rule;
           out.push_back({rule.name, e->key, s.machine.state(), s.machine.tier(),
                          rule.tiers[s.machine.tier()].severity, s.machine.since(), s.value,
-                         s.threshold, rule.stat, s.no_data});
+                         s.threshold, rule.stat, s.no_data, e->unit});
         }
       }
     }
@@ -273,9 +275,9 @@ class AlertEngineImpl final : public AlertEngine {
         m.value = st.value;
         m.threshold = st.threshold;
         if (const LiveAlert* live = st.live.get()) {
-          m.live = SavedLive{live->tier,         live->severity,  live->labels,
-                             live->stat,         live->value,     live->threshold,
-                             live->baseline_p99, live->starts_at, live->muted};
+          m.live = SavedLive{live->tier,  live->severity,  live->labels,       live->stat,
+                             live->value, live->threshold, live->baseline_p99, live->starts_at,
+                             live->muted, live->unit};
         }
         saved.machines.push_back(std::move(m));
       }
@@ -318,6 +320,7 @@ class AlertEngineImpl final : public AlertEngine {
             n.labels = m.live->labels;
             n.status = NotifyStatus::kResolved;
             n.stat = m.live->stat;
+            n.unit = m.live->unit;
             n.tier = m.live->tier;
             n.severity = m.live->severity;
             n.value = m.live->value;
@@ -358,6 +361,7 @@ class AlertEngineImpl final : public AlertEngine {
         live->baseline_p99 = m.live ? m.live->baseline_p99 : kNaN;
         live->starts_at = m.live ? m.live->starts_at : d.since;
         live->muted = m.live ? m.live->muted : 0;
+        live->unit = m.live ? m.live->unit : Unit::kNanoseconds;
         restored[{live->rule, live->series}] = live.get();
         st->live = std::move(live);
         alerting.emplace_back(&e, &*st);
@@ -529,6 +533,7 @@ class AlertEngineImpl final : public AlertEngine {
     e.metric = series.metric;
     e.labels = series.labels;
     e.stat = r.rule->stat;
+    e.unit = obs.unit;
     e.severity = r.rule->tiers[tier].severity;
     e.value = value;
     e.threshold = threshold[tier];
@@ -548,6 +553,7 @@ class AlertEngineImpl final : public AlertEngine {
       live->metric = series.metric;
       live->annotations = &r.rule->annotations;
       live->stat = r.rule->stat;
+      live->unit = obs.unit;
       live->value = value;
       live->threshold = threshold[t.to_tier];
       live->baseline_p99 = obs.baseline_p99;

@@ -17,6 +17,7 @@ NotifiedAlert Snapshot(const LiveAlert& alert, NotifyStatus status, WallTime end
   if (alert.annotations != nullptr) n.annotations = *alert.annotations;
   n.status = status;
   n.stat = alert.stat;
+  n.unit = alert.unit;
   n.tier = alert.tier;
   n.severity = alert.severity;
   n.value = alert.value;

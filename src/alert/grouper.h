@@ -32,6 +32,7 @@ struct LiveAlert {
   Labels labels;  // sorted by name; includes "alertname" and "severity"
   const Labels* annotations = nullptr;
   Statistic stat = Statistic::kP99;
+  Unit unit = Unit::kNanoseconds;
   int tier = 0;
   std::string severity;
   double value = 0;

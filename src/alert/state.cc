@@ -14,6 +14,11 @@ constexpr std::string_view kMagic = "TGAS";
 
 class Writer {
  public:
+  // The encoding version being written.
+  uint64_t version = kStateVersion;
+  void WriteUnit(Unit u) {
+    if (version >= 2) U(static_cast<uint64_t>(u));
+  }
   void U(uint64_t v) { encoding::PutVarint(out_, v); }
   void I(int64_t v) { encoding::PutVarint(out_, encoding::ZigZag(v)); }
   void B(bool v) { U(v ? 1 : 0); }
@@ -44,6 +49,7 @@ class Writer {
     D(n.baseline_p99);
     T(n.starts_at);
     T(n.ends_at);
+    WriteUnit(n.unit);
   }
   std::string& out() { return out_; }
 
@@ -56,6 +62,13 @@ class Writer {
 class Parser {
  public:
   explicit Parser(std::string_view bytes) : in_(bytes) {}
+
+  // The encoding version being read (set once the header is read).
+  uint64_t version = kStateVersion;
+  Unit ReadUnit() {
+    if (version < 2) return Unit::kNanoseconds;
+    return static_cast<Unit>(Bounded(static_cast<uint64_t>(Unit::kCount), "unit"));
+  }
 
   bool ok() const { return error_.empty(); }
   const std::string& error() const { return error_; }
@@ -146,6 +159,7 @@ class Parser {
     n.baseline_p99 = D();
     n.starts_at = T();
     n.ends_at = T();
+    n.unit = ReadUnit();
     return n;
   }
 
@@ -180,6 +194,7 @@ void WriteMachine(Writer& w, const SavedMachine& m) {
     w.D(l.baseline_p99);
     w.T(l.starts_at);
     w.U(l.muted);
+    w.WriteUnit(l.unit);
   }
 }
 
@@ -211,6 +226,7 @@ SavedMachine ReadMachine(Parser& p) {
     l.baseline_p99 = p.D();
     l.starts_at = p.T();
     l.muted = static_cast<uint8_t>(p.Bounded(7, "mute bits"));
+    l.unit = p.ReadUnit();
     m.live = std::move(l);
   }
   return m;
@@ -218,10 +234,11 @@ SavedMachine ReadMachine(Parser& p) {
 
 }  // namespace
 
-std::string EncodeState(const SavedState& state) {
+std::string EncodeState(const SavedState& state, uint64_t version) {
   Writer w;
+  w.version = version;
   w.out().append(kMagic);
-  w.U(kStateVersion);
+  w.U(version);
   w.T(state.next_stale_check);
   w.U(state.series.size());
   for (const SavedSeries& s : state.series) {
@@ -274,9 +291,10 @@ absl::StatusOr<SavedState> DecodeState(std::string_view bytes) {
   Parser p(body.substr(kMagic.size()));
   const uint64_t version = p.U();
   if (!p.ok()) return error("truncated");
-  if (version != kStateVersion) {
-    return error(Cat("unknown version ", version, " (this build reads ", kStateVersion, ")"));
+  if (version < 1 || version > kStateVersion) {
+    return error(Cat("unknown version ", version, " (this build reads 1 to ", kStateVersion, ")"));
   }
+  p.version = version;
   encoding::Reader crc(bytes.substr(body.size()));
   if (crc.Fixed32() != encoding::Crc32(body))
     return error("checksum mismatch (truncated or damaged)");

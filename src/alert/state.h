@@ -24,7 +24,8 @@ struct SavedLive {
   double threshold = 0;
   double baseline_p99 = 0;
   WallTime starts_at{};
-  uint8_t muted = 0;  // MuteBits
+  uint8_t muted = 0;               // MuteBits
+  Unit unit = Unit::kNanoseconds;  // since version 2
 };
 
 struct SavedMachine {
@@ -53,10 +54,14 @@ struct SavedState {
 //   "TGAS" varint(version) payload fixed32(CRC-32 of everything before it)
 // with varints (LEB128), zigzag varints for signed values and times (nanoseconds since the
 // epoch), doubles as fixed64 bit patterns, strings as varint(length) bytes, lists as
-// varint(count) elements.
-inline constexpr uint64_t kStateVersion = 1;
+// varint(count) elements. Version 2 adds the series' unit (varint) after each firing alert's
+// mute bits and after each notified alert's end; a version 1 state still reads, its alerts as
+// latencies.
+inline constexpr uint64_t kStateVersion = 2;
 
-std::string EncodeState(const SavedState& state);
+// `version` below kStateVersion writes what that version wrote (the units left out): for the
+// tests that a state of the previous release still restores.
+std::string EncodeState(const SavedState& state, uint64_t version = kStateVersion);
 
 // InvalidArgument "alert state: ..." for anything EncodeState() did not write (a wrong magic,
 // an unknown version, a checksum mismatch, a truncation, a value out of range). Allocates at

@@ -174,6 +174,7 @@ void Analyzer::Analyze(const Batch& batch, std::vector<PointVerdict>* verdicts) 
     obs.time = now;
     obs.metric = p.metric;
     obs.labels = p.labels;
+    obs.unit = p.unit;
     obs.p50 = p.p50;
     obs.p90 = p.p90;
     obs.p99 = p.p99;

@@ -81,6 +81,7 @@ json EpisodeJson(const store::AlertRow& a) {
          {"series_id", LiveLoop::SeriesId(a.series)},
          {"labels", LabelsJson(a.labels)},
          {"statistic", a.stat},
+         {"unit", a.unit},
          {"state", store::EpisodeStateName(a.state)},
          {"tier", a.tier},
          {"severity", a.severity},
@@ -200,10 +201,8 @@ void AppendModelMetrics(Page& page, const std::vector<model::ModelStatus>& model
                   v.is_default ? 1 : 0);
     }
   }
-  page.Gauge("tailguard_model_queue_depth", "Requests waiting for a model worker.");
-  for (const model::ModelStatus& m : models) {
-    page.Sample({{"model", m.name}}, static_cast<double>(m.queued));
-  }
+  // tailguard_model_queue_depth is a gauge of the registry (the backend's), windowed and kept
+  // in history: the page has it with the registry's series.
   page.Counter("tailguard_model_rejected",
                "Requests answered 503 because the model's queue was full.");
   for (const model::ModelStatus& m : models) {
@@ -454,13 +453,15 @@ ApiResponse Api::Series(std::string_view query) const {
     }
     // Worst first: the alert state, then how far the P99 is from its baseline (on a log scale,
     // so a collapse counts like a spike; the dashboard's overview ranks the same way), then the
-    // anomaly score, then P99; ties by key.
+    // anomaly score, then a latency's P99 (sizes and counts do not compare with seconds: they
+    // come after the latencies there); ties by key.
     auto rank = [](const SeriesSnapshot& s) {
       auto v = [](double x) { return std::isnan(x) ? -1.0 : x; };
       const double p = s.stats.p99, b = s.stats.baseline_p99;
       const double distance = p > 0 && b > 0 ? std::abs(std::log(p / b)) : 0.0;
+      const double latency = s.series->unit() == Unit::kNanoseconds ? v(p) : -2.0;
       return std::make_tuple(static_cast<int>(s.alert_state), distance, v(s.stats.anomaly_score),
-                             v(s.stats.p99));
+                             latency);
     };
     std::sort(snapshot.begin(), snapshot.end(),
               [&](const SeriesSnapshot& a, const SeriesSnapshot& b) {
@@ -674,6 +675,7 @@ ApiResponse Api::Alerts(std::string_view query) const {
                       {"series", a.series},
                       {"series_id", LiveLoop::SeriesId(a.series)},
                       {"statistic", StatisticName(a.stat)},
+                      {"unit", UnitName(a.unit)},
                       // "no_data" while the alert holds for want of data (docs/alerting.md)
                       {"state", a.no_data ? std::string_view("no_data") : AlertStateName(a.state)},
                       {"no_data", a.no_data},
@@ -869,6 +871,7 @@ ApiResponse Api::Events(std::string_view query) const {
     if (!e.receiver.empty()) j["receiver"] = e.receiver;
     if (!e.action.empty()) j["action"] = e.action;
     if (!e.statistic.empty()) j["statistic"] = e.statistic;
+    if (!e.unit.empty()) j["unit"] = e.unit;
     if (!std::isnan(e.value)) j["value"] = Num(e.value);
     if (!std::isnan(e.threshold)) j["threshold"] = Num(e.threshold);
     if (!std::isnan(e.baseline_p99)) j["baseline_p99"] = Num(e.baseline_p99);

@@ -270,8 +270,10 @@ class Worker {
   // A request on a `backend: local` route: answered by the built-in model backend.
   awaitable<bool> Local(Stream& client, http::request<http::string_body>& req, size_t route,
                         MonoTime start, bool keep_alive);
+  // An error answer, the JSON body of ErrorJson(); `head`: the request is a HEAD, and gets the
+  // header only (its Content-Length that of the body it would have had).
   awaitable<bool> WriteError(Stream& client, unsigned version, bool keep_alive, http::status status,
-                             std::string_view code, std::string_view message);
+                             std::string_view code, std::string_view message, bool head = false);
   // WriteError() with the message in the coroutine's frame: for callers that return the
   // awaitable instead of awaiting it (Handle()), whose temporaries are gone by the time it runs.
   // `code` must be a literal.
@@ -288,7 +290,7 @@ class Worker {
   awaitable<bool> WriteFilterAnswer(Stream& client, unsigned version, bool keep_alive, bool head,
                                     const FilterChain& chain, FilterDecision d, Exchange& x);
   // The error of a request no upstream answered (502 or 504, saying which and why).
-  awaitable<bool> WriteNoAnswer(Stream& client, unsigned version, bool keep_alive,
+  awaitable<bool> WriteNoAnswer(Stream& client, unsigned version, bool keep_alive, bool head,
                                 const RouteRuntime& route, const UpstreamExchange& ux, Exchange& x);
   // The relay: an answer read whole and sent on, or an event stream sent on as it comes, timing
   // every event.
@@ -577,7 +579,7 @@ awaitable<void> Worker::Session(Socket socket) {
 
 awaitable<bool> Worker::WriteError(Stream& client, unsigned version, bool keep_alive,
                                    http::status status, std::string_view code,
-                                   std::string_view message) {
+                                   std::string_view message, bool head) {
   http::response<http::string_body> res{status, version};
   res.set(http::field::server, "tailguard");
   res.set(http::field::content_type, "application/json");
@@ -586,7 +588,12 @@ awaitable<bool> Worker::WriteError(Stream& client, unsigned version, bool keep_a
   res.prepare_payload();
   beast::error_code ec;
   client.expires_after(g_.config().timeouts.request);
-  co_await http::async_write(client, res, Token(ec));
+  if (head) {
+    http::response_serializer<http::string_body> sr{res};
+    co_await http::async_write_header(client, sr, Token(ec));
+  } else {
+    co_await http::async_write(client, res, Token(ec));
+  }
   co_return !ec;
 }
 
@@ -634,7 +641,8 @@ awaitable<bool> Worker::NotFound(Stream& client, const http::request<http::strin
                                 "not_found",
                                 Cat("no route for ", path,
                                     "; the configured prefixes are listed under routes: in the "
-                                    "gateway configuration"));
+                                    "gateway configuration"),
+                                req.method() == http::verb::head);
 }
 
 awaitable<bool> Worker::Dashboard(Stream& client, const http::request<http::string_body>& req,
@@ -642,7 +650,8 @@ awaitable<bool> Worker::Dashboard(Stream& client, const http::request<http::stri
   const DashboardAsset* asset = FindDashboardAsset(g_.options.dashboard, path);
   if (asset == nullptr) {
     co_return co_await WriteError(client, req.version(), keep_alive, http::status::not_found,
-                                  "not_found", Cat("the dashboard has no file ", path));
+                                  "not_found", Cat("the dashboard has no file ", path),
+                                  req.method() == http::verb::head);
   }
   if (req.method() != http::verb::get && req.method() != http::verb::head) {
     co_return co_await WriteError(client, req.version(), keep_alive,
@@ -865,7 +874,7 @@ awaitable<bool> Worker::Proxy(Stream& client, const std::string& peer,
     route.filters.Answered(fr, result, seen);
     if (!ux.conn) {
       x.upstream_end = ux.answered;
-      ok = co_await WriteNoAnswer(client, client_version, keep_alive, route, ux, x);
+      ok = co_await WriteNoAnswer(client, client_version, keep_alive, head, route, ux, x);
     } else {
       x.answered = true;
       auto& h = ux.header->get();
@@ -967,7 +976,7 @@ awaitable<bool> Worker::WriteFilterAnswer(Stream& client, unsigned version, bool
   co_return !ec;
 }
 
-awaitable<bool> Worker::WriteNoAnswer(Stream& client, unsigned version, bool keep_alive,
+awaitable<bool> Worker::WriteNoAnswer(Stream& client, unsigned version, bool keep_alive, bool head,
                                       const RouteRuntime& route, const UpstreamExchange& ux,
                                       Exchange& x) {
   if (ux.error == UpstreamError::kDown) {
@@ -975,7 +984,7 @@ awaitable<bool> Worker::WriteNoAnswer(Stream& client, unsigned version, bool kee
     x.status = 502;
     route.health->Refuse(x.answer);
     co_return co_await WriteError(client, version, keep_alive, http::status::bad_gateway,
-                                  "upstream_unavailable", x.answer.message);
+                                  "upstream_unavailable", x.answer.message, head);
   }
   const std::string address =
       ux.upstream == SIZE_MAX ? std::string("(none)") : g_.upstreams[ux.upstream]->address();
@@ -985,7 +994,8 @@ awaitable<bool> Worker::WriteNoAnswer(Stream& client, unsigned version, bool kee
         client, version, keep_alive, http::status::gateway_timeout, "upstream_timeout",
         Cat("upstream ", address, " did not answer within ",
             FormatDuration(static_cast<double>(route.request_timeout.count())),
-            " (timeouts.request)"));
+            " (timeouts.request)"),
+        head);
   }
   x.status = 502;
   const char* what = ux.error == UpstreamError::kConnect ? "could not be connected to"
@@ -1000,7 +1010,7 @@ awaitable<bool> Worker::WriteNoAnswer(Stream& client, unsigned version, bool kee
     message += ux.bad_answer;
   }
   co_return co_await WriteError(client, version, keep_alive, http::status::bad_gateway,
-                                "upstream_unavailable", message);
+                                "upstream_unavailable", message, head);
 }
 
 awaitable<bool> Worker::RelayBody(Stream& client, unsigned client_version, bool keep_alive,

@@ -43,7 +43,7 @@ void FillStats(const Histogram& h, Unit unit, HistoryPoint& p) {
   CopyStats(point, p);
 }
 
-// A statistic in its unit for a person: "12.3 ms", "4.0 KiB", "512".
+// A statistic in its unit for a person: "12.3ms", "4.00KiB", "512".
 std::string FormatValue(double v, Unit unit) {
   switch (unit) {
     case Unit::kNanoseconds:
@@ -435,11 +435,14 @@ void LiveLoop::OnAlertEvent(const AlertEvent& event) {
   e.series = event.series;
   e.severity = event.severity;
   e.statistic = std::string(StatisticName(event.stat));
+  e.unit = std::string(UnitName(event.unit));
   e.value = event.value;
   e.threshold = event.threshold;
   e.baseline_p99 = event.baseline_p99;
   // Each statistic in its own unit, as the notifications show it.
-  const auto show = [&](Statistic s, double v) { return notify::FormatStatValue(s, v); };
+  const auto show = [&](Statistic s, double v) {
+    return notify::FormatStatValue(s, v, event.unit);
+  };
   e.message = Cat(e.kind, " ", event.severity, " ", event.rule, " on ", event.series, ": ",
                   StatisticName(event.stat), " ", show(event.stat, event.value), " (threshold ",
                   show(event.stat, event.threshold), ", baseline P99 ",
@@ -477,6 +480,7 @@ void LiveLoop::OnAnomaly(const AnomalyEvent& a) {
   e.kind = "anomaly";
   e.series = a.series;
   e.statistic = std::string(StatisticName(Statistic::kP99));
+  e.unit = std::string(UnitName(a.unit));
   e.value = a.p99;
   e.baseline_p99 = a.baseline;
   e.message =
@@ -710,9 +714,20 @@ absl::StatusOr<tailguard::Heatmap> LiveLoop::Heatmap(std::string_view id, WallTi
   absl::StatusOr<Plan> plan = PlanRange(id, from, to, step);
   if (!plan.ok()) return plan.status();
   Series* const series = plan->series;
-  if (series != nullptr && series->unit() != Unit::kNanoseconds) {
-    return absl::InvalidArgumentError(Cat("series ", id, " (", series->key(), ") measures ",
-                                          UnitName(series->unit()),
+  // Heatmaps are of latencies: a size or a count, live or known only to the store, says so.
+  Unit unit = series != nullptr ? series->unit() : Unit::kNanoseconds;
+  std::string key = series != nullptr ? series->key() : std::string();
+  if (series == nullptr && options_.history != nullptr) {
+    absl::StatusOr<std::optional<store::StoredSeriesInfo>> stored =
+        options_.history->FindSeries(id);
+    if (!stored.ok()) return stored.status();
+    if (stored->has_value()) {
+      unit = (*stored)->unit;
+      key = (*stored)->key;
+    }
+  }
+  if (unit != Unit::kNanoseconds) {
+    return absl::InvalidArgumentError(Cat("series ", id, " (", key, ") measures ", UnitName(unit),
                                           ": heatmaps are of latencies; ask for its history"));
   }
   const std::vector<Column>& columns = plan->columns;

@@ -136,6 +136,7 @@ struct TimelineEvent {
   std::string receiver;   // notifications only
   std::string action;     // actions only: what the tier asked for, e.g. "degrade"
   std::string statistic;  // alerts: the rule's statistic (StatisticName), the unit of value
+  std::string unit;       // alerts and anomalies: the series' (UnitName); "" otherwise
   double value = Observation::kMissing;
   double threshold = Observation::kMissing;
   double baseline_p99 = Observation::kMissing;

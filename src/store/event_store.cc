@@ -154,7 +154,7 @@ bool Blank(std::string_view s) {
 constexpr std::string_view kAlertColumns =
     "a.id, a.rule, a.series, a.metric, a.labels, a.stat, a.state, a.tier, a.severity, a.value, "
     "a.threshold, a.baseline_p99, a.started_at, a.fired_at, a.ended_at, a.updated_at, "
-    "a.acked_by, a.acked_at, a.ack_comment, a.archived_at";
+    "a.acked_by, a.acked_at, a.ack_comment, a.archived_at, a.unit";
 
 absl::StatusOr<AlertRow> ReadAlert(const Statement& st) {
   AlertRow r;
@@ -180,6 +180,7 @@ absl::StatusOr<AlertRow> ReadAlert(const Statement& st) {
   r.acked_at = OptTime(st, 17);
   r.ack_comment = st.ColumnText(18);
   r.archived_at = OptTime(st, 19);
+  r.unit = st.ColumnText(20);
   return r;
 }
 
@@ -395,9 +396,9 @@ absl::StatusOr<int64_t> EventStore::InsertAlert(const TransitionRow& e, WallTime
   TG_ASSIGN_OR_RETURN(Statement st,
                       db_.Prepare("INSERT INTO alerts (rule, series, metric, labels, stat, state, "
                                   "tier, severity, value, threshold, baseline_p99, started_at, "
-                                  "fired_at, updated_at) "
+                                  "fired_at, updated_at, unit) "
                                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-                                  "?13, ?14)"));
+                                  "?13, ?14, ?15)"));
   st.Bind(1, e.rule)
       .Bind(2, e.series)
       .Bind(3, e.metric)
@@ -410,7 +411,8 @@ absl::StatusOr<int64_t> EventStore::InsertAlert(const TransitionRow& e, WallTime
       .Bind(10, e.threshold)
       .Bind(11, e.baseline_p99)
       .Bind(12, Ns(started_at))
-      .Bind(14, Ns(e.time));
+      .Bind(14, Ns(e.time))
+      .Bind(15, e.unit);
   BindOptTime(st, 13, pre ? std::nullopt : std::optional<WallTime>(e.time));
   TG_RETURN_IF_ERROR(st.Run());
   return db_.LastInsertRowId();

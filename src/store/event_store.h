@@ -68,6 +68,9 @@ struct TransitionRow {
   std::string metric;
   Labels labels;     // the series' labels, sorted by name
   std::string stat;  // the statistic's name: "p99", "rate", ...
+  // What the series measures ("seconds", "bytes", "count"): the unit of a percentile's value,
+  // threshold and baseline. Kept with the episode.
+  std::string unit = "seconds";
   std::string severity;
   double value = 0;  // NaN when missing
   double threshold = 0;
@@ -84,6 +87,7 @@ struct AlertRow {
   std::string metric;
   Labels labels;     // the series' labels, sorted by name
   std::string stat;  // the statistic's name, as it was given: "p99", "rate", ...
+  std::string unit;  // the series' unit, as it was given ("seconds" for episodes before it)
   EpisodeState state = EpisodeState::kPreAlert;
   int tier = 0;  // the latest tier
   std::string severity;

@@ -76,6 +76,27 @@ absl::Status Validate(std::span<const SeriesMinutes> batch) {
   return absl::OkStatus();
 }
 
+// InvalidArgument when a series of `batch` is stored in another unit: its old minutes would read
+// in the wrong one (a size imported as seconds). Before anything is written.
+absl::Status CheckUnits(Database& db, std::span<const SeriesMinutes> batch) {
+  absl::StatusOr<Statement> st = db.Prepare("SELECT unit FROM series WHERE id = ?1");
+  if (!st.ok()) return st.status();
+  for (const SeriesMinutes& s : batch) {
+    st->Reset();
+    st->Bind(1, HistorySeriesId(s.key));
+    absl::StatusOr<bool> row = st->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) continue;
+    const std::string stored = st->ColumnText(0);
+    if (stored != UnitName(s.unit)) {
+      return absl::InvalidArgumentError(Cat("history: series ", s.key, " is stored in ", stored,
+                                            "; this writes ", UnitName(s.unit),
+                                            ": write it under another metric name"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // The prepared statements of a write; reused across transactions.
 struct Statements {
   Statement upsert, exists, insert;
@@ -85,7 +106,7 @@ struct Statements {
         "INSERT INTO series (id, key, metric, labels, first_at, last_at, unit) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
         "ON CONFLICT (id) DO UPDATE SET first_at = min(first_at, excluded.first_at), "
-        "last_at = max(last_at, excluded.last_at), unit = excluded.unit "
+        "last_at = max(last_at, excluded.last_at) "
         "RETURNING seq");
     if (!upsert.ok()) return upsert.status();
     absl::StatusOr<Statement> exists =
@@ -186,6 +207,7 @@ absl::Status HistoryStore::WriteMinutes(std::span<const SeriesMinutes> batch) {
   if (!st.ok()) return st.status();
   absl::StatusOr<Transaction> tx = Transaction::Begin(writer_);
   if (!tx.ok()) return tx.status();
+  if (absl::Status s = CheckUnits(writer_, batch); !s.ok()) return s;
   ImportSummary summary;
   for (const SeriesMinutes& s : batch) {
     if (absl::Status e = st->Write(s, s.minutes, summary, path_); !e.ok()) return e;
@@ -202,6 +224,7 @@ absl::StatusOr<ImportSummary> HistoryStore::ImportPoints(std::span<const SeriesM
   Lock lock(write_mu_);
   absl::StatusOr<Statements> st = Statements::Prepare(writer_);
   if (!st.ok()) return st.status();
+  if (absl::Status s = CheckUnits(writer_, batch); !s.ok()) return s;
   ImportSummary summary;
   for (const SeriesMinutes& s : batch) summary.series += s.minutes.empty() ? 0 : 1;
   // (series, row) of the next row to write; each chunk is one transaction.

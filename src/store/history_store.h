@@ -87,11 +87,11 @@ struct PruneResult {
 // 16 lower-case hex digits: FNV-1a 64 of `key`; the series id the API shows.
 std::string HistorySeriesId(std::string_view key);
 
-// The history tables of the store file (schema version 3, docs/store.md), over two connections
-// in WAL mode: the writer (WriteMinutes, ImportPoints, Prune: the analysis thread or the import
-// command) and a reader for the API, so that a read never waits behind a write transaction.
-// Times are given by the caller: the store never reads a clock. Ranges are (from, to]: a minute
-// row belongs to the range when from < time <= to.
+// The history tables of the store file (since schema version 3; the unit since 5; docs/store.md),
+// over two connections in WAL mode: the writer (WriteMinutes, ImportPoints, Prune: the analysis
+// thread or the import command) and a reader for the API, so that a read never waits behind a write
+// transaction. Times are given by the caller: the store never reads a clock. Ranges are (from, to]:
+// a minute row belongs to the range when from < time <= to.
 //
 // Errors: InvalidArgument for bad input; DataLoss for a row that does not decode; Unavailable,
 // ResourceExhausted or Internal for SQLite errors, naming the file.
@@ -112,7 +112,7 @@ class HistoryStore {
 
   // Writes every minute of every series of `batch` in one transaction, replacing a row of the
   // same (series, time), and records the series. InvalidArgument (nothing written) for an empty
-  // key or metric, or a heatmap blob that does not decode.
+  // key or metric, a heatmap blob that does not decode, or a series stored in another unit.
   absl::Status WriteMinutes(std::span<const SeriesMinutes> batch);
 
   // WriteMinutes() for `tailguard import`, counting what it did. The whole batch is checked

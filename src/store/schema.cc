@@ -200,9 +200,10 @@ CREATE INDEX outbox_pending_by_group ON outbox (receiver, group_key, created_at,
 )sql";
 
 // Version 5: what each series measures, since the history holds value series and gauges beside
-// latencies. Every series before it was a latency, in seconds.
+// latencies, and alerts may watch them. Every series and episode before it was a latency.
 constexpr std::string_view kV5 = R"sql(
 ALTER TABLE series ADD COLUMN unit TEXT NOT NULL DEFAULT 'seconds';  -- UnitName(): seconds, bytes, count
+ALTER TABLE alerts ADD COLUMN unit TEXT NOT NULL DEFAULT 'seconds';  -- the series' unit
 )sql";
 
 constexpr std::array<std::string_view, 5> kMigrations = {kV1, kV2, kV3, kV4, kV5};

@@ -1,5 +1,7 @@
 // SaveState / RestoreState: a restarted engine does exactly what one that never stopped does;
 // a damaged state is refused cleanly; a changed configuration keeps what still applies.
+#include "alert/state.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -377,6 +379,60 @@ std::string BusyState() {
   return engine->SaveState();
 }
 
+// An alert on a size keeps its unit through a restart: the resolved message after it says bytes.
+TEST_F(RestoreTest, AnAlertKeepsItsSeriesUnit) {
+  Load(R"(
+stale_after: 0s
+rules:
+  - name: wide_inputs
+    above: 20000
+    receivers: [wecom]
+)");
+  auto bytes = [&](int s, double v) {
+    Observation o = P99(T0() + seconds(s), a_, v);
+    o.unit = Unit::kBytes;
+    return o;
+  };
+  for (int s = 0; s <= 60; ++s) engine_->Observe(bytes(s, 40000));
+  engine_->Advance(T0() + seconds(60));
+  ASSERT_EQ(alert_test::CountKind(sink_.events, AlertEventKind::kFire), 1);
+  for (const AlertEvent& e : sink_.events) EXPECT_EQ(e.unit, Unit::kBytes);
+  ASSERT_EQ(sink_.notifications.size(), 1u);
+  ASSERT_EQ(sink_.notifications[0].alerts.size(), 1u);
+  EXPECT_EQ(sink_.notifications[0].alerts[0].unit, Unit::kBytes);
+  ASSERT_EQ(engine_->ActiveAlerts().size(), 1u);
+  EXPECT_EQ(engine_->ActiveAlerts()[0].unit, Unit::kBytes);
+  SaveAndRestart();
+  for (int s = 61; s <= 700; s += 10) engine_->Observe(bytes(s, 1000));
+  ASSERT_FALSE(sink_.notifications.empty());
+  EXPECT_EQ(sink_.notifications.back().status, NotifyStatus::kResolved);
+  EXPECT_EQ(sink_.notifications.back().alerts[0].unit, Unit::kBytes);
+}
+
+// A state saved by the previous version (1, without units) restores, its alerts as latencies.
+TEST_F(RestoreTest, AVersionOneStateRestores) {
+  Load(R"(
+stale_after: 0s
+rules:
+  - name: slow
+    above: 200ms
+)");
+  for (int s = 0; s <= 60; ++s) engine_->Observe(P99(T0() + seconds(s), a_, 0.220));
+  ASSERT_EQ(engine_->ActiveAlerts().size(), 1u);
+  // The same state as version 1 wrote it (no units).
+  absl::StatusOr<alert_internal::SavedState> saved =
+      alert_internal::DecodeState(engine_->SaveState());
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  const std::string v1 = alert_internal::EncodeState(*saved, 1);
+  ASSERT_LT(v1.size(), engine_->SaveState().size());
+  Restart();
+  const absl::Status s = engine_->RestoreState(v1);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_EQ(engine_->ActiveAlerts().size(), 1u);
+  EXPECT_EQ(engine_->ActiveAlerts()[0].state, AlertState::kAlert);
+  EXPECT_EQ(engine_->ActiveAlerts()[0].unit, Unit::kNanoseconds);
+}
+
 TEST(AlertStateCorruptionTest, EveryTruncationIsRefused) {
   const std::string state = BusyState();
   ASSERT_GT(state.size(), 500u);
@@ -476,11 +532,11 @@ TEST(AlertStateCorruptionTest, AHugeLengthIsRefusedWithoutAllocating) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("list longer than the input"));
 
-  std::string version2 = "TGAS";
-  encoding::PutVarint(version2, 2);
-  encoding::PutFixed32(version2, encoding::Crc32(version2));
-  EXPECT_EQ(std::string(engine->RestoreState(version2).message()),
-            "alert state: unknown version 2 (this build reads 1)");
+  std::string version3 = "TGAS";
+  encoding::PutVarint(version3, 3);
+  encoding::PutFixed32(version3, encoding::Crc32(version3));
+  EXPECT_EQ(std::string(engine->RestoreState(version3).message()),
+            "alert state: unknown version 3 (this build reads 1 to 2)");
   EXPECT_EQ(std::string(engine->RestoreState("{\"json\": 1}").message()),
             "alert state: not an alert engine state");
 }

@@ -39,6 +39,8 @@ out=$("$work/consumer/embed_example") || fail "the example failed: $out"
 version=$(sed -n 's/^#define TAILGUARD_VERSION_STRING "\(.*\)"$/\1/p' "$root/include/tailguard/version.h")
 echo "$out" | grep -q "^tailguard SDK $version$" || fail "no version line in: $out"
 echo "$out" | grep -q '^total .* n=[1-9]' || fail "nothing recorded: $out"
+echo "$out" | grep -q '^input_size .* n=[1-9][0-9]* *p50=100$' || fail "no input sizes: $out"
+echo "$out" | grep -q '^in_flight .*samples=[1-9].* now=0$' || fail "no gauge: $out"
 echo "$out" | grep -q '^/metrics: [1-9][0-9]* bytes, [1-9][0-9]* series analysed' ||
   fail "no exposition or analysis: $out"
 echo "sdk out of tree: ok"

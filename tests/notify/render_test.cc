@@ -238,6 +238,12 @@ TEST(FormatStatValueTest, UnitsPerStatistic) {
   EXPECT_EQ(FormatStatValue(Statistic::kRate, INFINITY), "+Inf");
   EXPECT_EQ(FormatStatValue(Statistic::kRate, 1e20), "1e+20 req/s");
   EXPECT_EQ(FormatStatValue(Statistic::kRate, -0.5), "-0.5 req/s");
+  // A percentile of a size or a count, in its own unit; their rates are not requests.
+  EXPECT_EQ(FormatStatValue(Statistic::kP99, 20480, Unit::kBytes), "20 KiB");
+  EXPECT_EQ(FormatStatValue(Statistic::kP99, 512, Unit::kBytes), "512 B");
+  EXPECT_EQ(FormatStatValue(Statistic::kP99, 3.5 * 1024 * 1024, Unit::kBytes), "3.5 MiB");
+  EXPECT_EQ(FormatStatValue(Statistic::kP99, 20000, Unit::kCount), "20000");
+  EXPECT_EQ(FormatStatValue(Statistic::kRate, 12, Unit::kCount), "12 /s");
 }
 
 TEST(LinkTest, OpensTheSeriesByItsId) {
@@ -812,6 +818,22 @@ TEST(RenderTest, IdempotencyKeyHeaderIsAlwaysSafe) {
         << static_cast<int>(kind);
     EXPECT_EQ(r.headers.back().first, "Idempotency-Key");
   }
+}
+
+// A message about an alert on a size says sizes, not seconds.
+TEST(RenderTest, AnAlertOnASizeIsWrittenInBytes) {
+  Notification n = Firing();
+  n.alerts = {Warning()};
+  NotifiedAlert& a = n.alerts[0];
+  a.unit = Unit::kBytes;
+  a.value = 40960;
+  a.threshold = 20480;
+  a.baseline_p99 = 10240;
+  const HttpRequest r =
+      MustRender(Target(ReceiverTarget::Kind::kWeCom, std::string(kWeComUrl)), n, Shanghai());
+  EXPECT_THAT(r.body, HasSubstr("40 KiB"));
+  EXPECT_THAT(r.body, HasSubstr("20 KiB"));
+  EXPECT_THAT(r.body, ::testing::Not(HasSubstr(" s,")));
 }
 
 }  // namespace

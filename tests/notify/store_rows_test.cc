@@ -83,7 +83,9 @@ TEST(StoreRowTest, ATransitionKeepsEveryField) {
   e.breach_start = kT0;
   e.schedule = "weekend";
   e.actions = {"degrade", "page"};
+  e.unit = Unit::kBytes;
   const store::TransitionRow r = StoreRow(e);
+  EXPECT_EQ(r.unit, "bytes");
   EXPECT_EQ(r.time, kT0 + seconds(30));
   EXPECT_EQ(r.from_state, "pre_alert");
   EXPECT_EQ(r.to_state, "alert");

@@ -18,6 +18,7 @@
 #include <map>
 #include <regex>
 #include <span>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -460,6 +461,25 @@ TEST_F(GatewayTest, ErrorsAreJsonWithTheRightStatus) {
   EXPECT_EQ(r.status, 404);
   EXPECT_EQ(code_of(r), "not_found");
 
+  // Errors in answer to HEAD are the header alone: once, their JSON body followed it, and a
+  // client reading the connection on took it for the next answer.
+  {
+    RawClient client(port_);
+    for (const std::string path : {"/dead/head", "/nowhere/head"}) {
+      SCOPED_TRACE(path);
+      client.Send(RawGet(path, "", "HEAD"));
+      const std::string answer = client.ReadAnswer(/*head=*/true);
+      EXPECT_THAT(answer,
+                  testing::StartsWith(path == "/dead/head" ? "HTTP/1.1 502" : "HTTP/1.1 404"));
+      EXPECT_THAT(answer, HasSubstr("Content-Length: "));
+      EXPECT_THAT(answer, Not(HasSubstr("\"error\"")));
+      client.Send(RawGet("/api-like/after"));
+      const std::string next = client.ReadAnswer();
+      EXPECT_THAT(next, testing::StartsWith("HTTP/1.1 200 OK\r\n")) << next;
+      EXPECT_EQ(EchoedPath(next), "/api-like/after") << next;
+    }
+  }
+
   r = Post(port_, "/api-like", std::string(2048, 'x'));
   EXPECT_EQ(r.status, 413);
   EXPECT_EQ(code_of(r), "too_large");
@@ -481,7 +501,8 @@ TEST_F(GatewayTest, ErrorsAreJsonWithTheRightStatus) {
       metrics,
       HasSubstr(
           R"(tailguard_requests_total{code="504",model="slow",route="slow",version="default"} 1)"));
-  EXPECT_THAT(metrics, HasSubstr(R"(tailguard_gateway_errors_total{reason="not_found"} 1)"));
+  // /nowhere and the HEAD of /nowhere/head.
+  EXPECT_THAT(metrics, HasSubstr(R"(tailguard_gateway_errors_total{reason="not_found"} 2)"));
   EXPECT_THAT(metrics, HasSubstr(R"(tailguard_gateway_errors_total{reason="too_large"} 1)"));
   EXPECT_THAT(metrics, HasSubstr(R"(kind="timeout",upstream="127.0.0.1:)"));
 }
@@ -1150,6 +1171,14 @@ TEST_F(GatewayTest, ServesTorchScriptModelsOnLocalRoutes) {
   EXPECT_THAT(metrics, HasSubstr("tailguard_model_batch_size_bucket{model=\"text\",version=\"1\","
                                  "le=\"1\"} 1"));
   EXPECT_THAT(metrics, HasSubstr("tailguard_model_queue_depth{model=\"risk\"} 0"));
+  // One family, once: a family written twice makes Prometheus refuse the whole scrape.
+  std::map<std::string, int> families;
+  std::istringstream page(metrics);
+  for (std::string line; std::getline(page, line);) {
+    if (line.starts_with("# TYPE ")) ++families[line.substr(7, line.find(' ', 7) - 7)];
+  }
+  for (const auto& [name, n] : families) EXPECT_EQ(n, 1) << name;
+  EXPECT_EQ(families.count("tailguard_model_queue_depth"), 1u);
 }
 
 TEST_F(GatewayTest, ShutdownDrainsInFlightRequests) {

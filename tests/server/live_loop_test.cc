@@ -286,6 +286,10 @@ TEST_F(LiveLoopTest, ValueSeriesAndGaugesAreKeptInTheirUnit) {
   ASSERT_EQ(only.size(), 2u);
   EXPECT_EQ(only[size_id].unit, Unit::kBytes);
   EXPECT_EQ(only[queue_id].unit, Unit::kCount);
+  // Known only to the store now: still no heatmap of a size.
+  absl::StatusOr<tailguard::Heatmap> stored_heatmap =
+      b.loop->Heatmap(size_id, start_, start_ + minutes(2), minutes(1));
+  EXPECT_TRUE(absl::IsInvalidArgument(stored_heatmap.status())) << stored_heatmap.status();
   absl::StatusOr<std::vector<HistoryPoint>> sizes =
       b.loop->History(size_id, start_, start_ + minutes(2), minutes(1));
   ASSERT_TRUE(sizes.ok()) << sizes.status();

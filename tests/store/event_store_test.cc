@@ -141,6 +141,7 @@ TEST_F(EventStoreMigrationTest, MigratesAVersion1File) {
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].labels, (Labels{{"model", "rank"}}));
   EXPECT_EQ(rows[0].state, EpisodeState::kAlert);
+  EXPECT_EQ(rows[0].unit, "seconds");  // episodes before schema 5 were all on latencies
   absl::StatusOr<std::vector<OutboxItem>> due = s->Due(T0(), 10);
   ASSERT_TRUE(due.ok()) << due.status();
   ASSERT_EQ(due->size(), 1u);
@@ -343,6 +344,21 @@ TEST_F(EventStoreAlertTest, MissingStatisticIsStoredAsNull) {
   EXPECT_TRUE(std::isnan(r.value));
   EXPECT_TRUE(std::isnan(r.threshold));
   EXPECT_EQ(Scalar(Path(), "SELECT COUNT(*) FROM alerts WHERE value IS NULL"), 1);
+}
+
+// The store keeps what it is given: a statistic and a unit as their names, whatever they are
+// (a newer build's statistic reads back as its name, not as an error).
+TEST_F(EventStoreAlertTest, StatisticAndUnitAreKeptAsGiven) {
+  std::unique_ptr<EventStore> s = OpenStore();
+  TransitionRow e = Event(AlertEventKind::kPreAlert, T0(), -1, 0);
+  e.stat = "p42";
+  e.unit = "bytes";
+  ASSERT_OK(s->RecordEvent(e));
+  AlertRow r = Only(*s);
+  EXPECT_EQ(r.stat, "p42");
+  EXPECT_EQ(r.unit, "bytes");
+  // Rows the alert side makes carry the series' unit; a latency's is "seconds".
+  EXPECT_EQ(Event(AlertEventKind::kPreAlert, T0(), -1, 0).unit, "seconds");
 }
 
 TEST_F(EventStoreAlertTest, LabelsWithQuotesAndNewlinesRoundTrip) {

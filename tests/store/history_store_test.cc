@@ -262,6 +262,25 @@ TEST_F(HistoryStoreTest, KeepsWhatEachSeriesMeasures) {
       h->ReadPoints(store::HistorySeriesId(sizes.key), T0() - std::chrono::minutes(1), T0());
   ASSERT_TRUE(rows.ok() && rows->size() == 1u);
   EXPECT_EQ((*rows)[0].p99, 4096);
+  // The sizes written again as seconds (an import that did not say): refused, nothing written.
+  SeriesMinutes as_seconds = sizes;
+  as_seconds.unit = Unit::kNanoseconds;
+  as_seconds.minutes = {Minute(T0() + std::chrono::minutes(1), 0.5)};
+  absl::Status refused = h->WriteMinutes(std::vector{as_seconds});
+  EXPECT_TRUE(absl::IsInvalidArgument(refused)) << refused;
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("is stored in bytes"));
+  EXPECT_TRUE(absl::IsInvalidArgument(h->ImportPoints(std::vector{as_seconds}).status()));
+  all = h->ListSeries();
+  ASSERT_TRUE(all.ok());
+  for (const StoredSeriesInfo& s : *all) {
+    if (s.key == sizes.key) {
+      EXPECT_EQ(s.unit, Unit::kBytes);
+    }
+  }
+  rows = h->ReadPoints(store::HistorySeriesId(sizes.key), T0() - std::chrono::minutes(1),
+                       T0() + std::chrono::minutes(1));
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(rows->size(), 1u);
 }
 
 TEST_F(HistoryStoreTest, RefusesMemoryAndNewerFiles) {

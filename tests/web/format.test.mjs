@@ -60,4 +60,8 @@ test('sizes and counts in their own unit', () => {
   assert.equal(unitOf({}).fmt(0.012), '12.0 ms');
   assert.equal(unitOf({ unit: 'seconds' }).scale, 1000);
   assert.equal(unitOf({ unit: 'bytes' }).scale, 1);
+  // An alert's value on a size reads as a size.
+  assert.equal(statValue('p99', 20480, 'bytes'), '20.0 KiB');
+  assert.equal(statValue('p99', 0.438, 'seconds'), '438 ms');
+  assert.equal(statValue('rate', 12.5, 'count'), '12.5 /s');
 });

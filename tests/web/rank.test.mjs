@@ -61,3 +61,13 @@ test('queue wait is a part of its own in the stage bar', () => {
   const sum = parts.reduce((a, p) => a + p.seconds, 0);
   assert.ok(Math.abs(sum - 0.1) < 1e-9, `parts add up to the total: ${sum}`);
 });
+
+test('a size or a count does not outrank a latency by its P99 alone', () => {
+  // No baseline yet, no score: only the P99 is left, and 4096 bytes are not worse than 20 ms.
+  const rows = [
+    row('size', 'total', 4096, null, { unit: 'bytes' }),
+    row('latency', 'total', 0.02, null, { unit: 'seconds' }),
+    row('old', 'total', 0.01, null),
+  ].sort(worstFirst);
+  assert.deepEqual(rows.map((r) => r.key), ['latency', 'old', 'size']);
+});

@@ -85,14 +85,15 @@ export function score(s) {
   return s.toFixed(2);
 }
 
-// A value of an alert rule's statistic in that statistic's unit: latencies (p50, p90, p99,
-// p99.9) as ms(), "rate" in req/s, "error_ratio" in %, "anomaly_score" as a bare number.
-export function statValue(statistic, v) {
+// A value of an alert rule's statistic in that statistic's unit: percentiles (p50, p90, p99,
+// p99.9) in the series' `unit` (latencies as ms(), "bytes", "count"; latencies when absent),
+// "rate" in req/s, "error_ratio" in %, "anomaly_score" as a bare number.
+export function statValue(statistic, v, unit) {
   switch (statistic) {
-    case 'rate': return v === null || v === undefined || !Number.isFinite(v) ? '–' : `${rate(v)} req/s`;
+    case 'rate': return v === null || v === undefined || !Number.isFinite(v) ? '–' : `${rate(v)} ${!unit || unit === 'seconds' ? 'req/s' : '/s'}`;
     case 'error_ratio': return percent(v);
     case 'anomaly_score': return score(v);
-    default: return ms(v);
+    default: return unitOf({ unit }).fmt(v);
   }
 }
 

@@ -21,15 +21,17 @@ function distance(s) {
 
 // Worst first: live series before those only in the store, then alert state, then severity,
 // then the distance from the baseline (a stage at 30x its baseline comes before a healthy row,
-// whether or not a rule covers it), then the anomaly score, then P99.
+// whether or not a rule covers it), then the anomaly score, then a latency's P99 (sizes and
+// counts do not compare with seconds: they come after the latencies there).
 export function worstFirst(a, b) {
   const live = (x) => (x.live === false ? 0 : 1);
+  const latencyP99 = (x) => (!x.unit || x.unit === 'seconds' ? (x.p99 || 0) : -1);
   return live(b) - live(a)
     || (RANK[b.alert_state] || 0) - (RANK[a.alert_state] || 0)
     || (SEVERITY[b.severity] || 0) - (SEVERITY[a.severity] || 0)
     || distance(b) - distance(a)
     || (b.anomaly_score || 0) - (a.anomaly_score || 0)
-    || (b.p99 || 0) - (a.p99 || 0)
+    || latencyP99(b) - latencyP99(a)
     || String(a.key).localeCompare(String(b.key));
 }
 

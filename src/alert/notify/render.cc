@@ -233,10 +233,10 @@ std::string ValueText(const NotifiedAlert& a, std::string_view joiner, Decorate 
   const bool no_data = a.status == NotifyStatus::kFiring && std::isnan(a.value);
   std::string out =
       Cat(StatLabel(a.stat), " ",
-          decorate(no_data ? std::string("no data") : FormatStatValue(a.stat, a.value)));
+          decorate(no_data ? std::string("no data") : FormatStatValue(a.stat, a.value, a.unit)));
   if (HasBaseline(a)) {
     out += Cat(joiner, a.stat == Statistic::kP99 ? "baseline " : "baseline P99 ",
-               FormatStatValue(a.stat, a.baseline_p99));
+               FormatStatValue(a.stat, a.baseline_p99, a.unit));
     if (std::isfinite(a.value)) {
       const double pct = std::clamp((a.value / a.baseline_p99 - 1) * 100, -1e9, 1e9);
       char buf[32];
@@ -244,7 +244,7 @@ std::string ValueText(const NotifiedAlert& a, std::string_view joiner, Decorate 
       out += buf;
     }
   }
-  return Cat(out, ", threshold ", FormatStatValue(a.stat, a.threshold));
+  return Cat(out, ", threshold ", FormatStatValue(a.stat, a.threshold, a.unit));
 }
 
 std::string ValueText(const NotifiedAlert& a, std::string_view joiner) {
@@ -692,9 +692,9 @@ std::string RenderAlertmanager(const Notification& n, const MessageContext& ctx,
       if (FindLabel(annotations, name) == nullptr) annotations.emplace_back(name, std::move(value));
     };
     add("summary", AlertSummary(a, n.time, tz));
-    add("value", FormatStatValue(a.stat, a.value));
-    add("threshold", FormatStatValue(a.stat, a.threshold));
-    if (HasBaseline(a)) add("baseline", FormatStatValue(a.stat, a.baseline_p99));
+    add("value", FormatStatValue(a.stat, a.value, a.unit));
+    add("threshold", FormatStatValue(a.stat, a.threshold, a.unit));
+    if (HasBaseline(a)) add("baseline", FormatStatValue(a.stat, a.baseline_p99, a.unit));
     Json j = Json::object();
     j["labels"] = LabelObject(a.labels);
     j["annotations"] = LabelObject(annotations);
@@ -796,8 +796,8 @@ std::string FieldValue(std::string_view name, const Notification& n, const Notif
   if (name == "alertname") return a.rule;
   if (name == "severity") return a.severity;
   if (name == "series") return a.series;
-  if (name == "value") return FormatStatValue(a.stat, a.value);
-  if (name == "threshold") return FormatStatValue(a.stat, a.threshold);
+  if (name == "value") return FormatStatValue(a.stat, a.value, a.unit);
+  if (name == "threshold") return FormatStatValue(a.stat, a.threshold, a.unit);
   if (name == "baseline") return HasBaseline(a) ? FormatStatValue(a.stat, a.baseline_p99) : "";
   if (name == "since") return ClockTime(a.starts_at, n.time, tz);
   if (name == "dashboard_url") return DashboardLink(ctx, a.series);
@@ -845,7 +845,7 @@ absl::Status ValidateTemplate(std::string_view body_template) {
   return ParseTemplate(body_template).status();
 }
 
-std::string FormatStatValue(Statistic s, double value) {
+std::string FormatStatValue(Statistic s, double value, Unit unit) {
   if (std::isnan(value)) return "n/a";
   if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
   switch (s) {
@@ -853,10 +853,20 @@ std::string FormatStatValue(Statistic s, double value) {
     case Statistic::kP90:
     case Statistic::kP99:
     case Statistic::kP999:
+      if (unit == Unit::kCount) return Number(value);
+      if (unit == Unit::kBytes) {
+        static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+        size_t i = 0;
+        while (std::fabs(value) >= 1024 && i + 1 < std::size(kUnits)) {
+          value /= 1024;
+          ++i;
+        }
+        return Cat(Number(value), " ", kUnits[i]);
+      }
       if (std::fabs(value) >= 10) return Cat(Number(value), " s");
       return Cat(Number(value * 1e3), " ms");
     case Statistic::kRate:
-      return Cat(Number(value), " req/s");
+      return Cat(Number(value), unit == Unit::kNanoseconds ? " req/s" : " /s");
     case Statistic::kErrorRatio:
       return Cat(Number(value * 100), " %");
     case Statistic::kAnomalyScore:

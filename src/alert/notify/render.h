@@ -94,9 +94,11 @@ std::string DashboardLink(const MessageContext& ctx, std::string_view series);
 // active alerts are listed; "" when ctx.external_url is empty.
 std::string GroupLink(const MessageContext& ctx, std::string_view group_key);
 
-// `value` of statistic `s` for people: latencies in ms ("412 ms"; "12.3 s" from 10 s), rates in
-// "req/s", error ratios in "%", anomaly scores as a number; "n/a" for NaN.
-std::string FormatStatValue(Statistic s, double value);
+// `value` of statistic `s` of a series of `unit` for people: latency percentiles in ms ("412 ms";
+// "12.3 s" from 10 s), percentiles of sizes in B/KiB/MiB/GiB ("4 KiB"), of counts as a number;
+// rates in "req/s" (a latency's) or "/s", error ratios in "%", anomaly scores as a number; "n/a"
+// for NaN.
+std::string FormatStatValue(Statistic s, double value, Unit unit = Unit::kNanoseconds);
 
 // `text` as one line of valid UTF-8 of at most `max_bytes`: invalid bytes become U+FFFD, tabs,
 // CR and LF spaces, other control characters are dropped, and a longer text is cut at a

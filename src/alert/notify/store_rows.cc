@@ -41,6 +41,7 @@ store::TransitionRow StoreRow(const AlertEvent& e) {
   r.metric = e.metric;
   r.labels = e.labels;
   r.stat = StatisticName(e.stat);
+  r.unit = UnitName(e.unit);
   r.severity = e.severity;
   r.value = e.value;
   r.threshold = e.threshold;

@@ -122,8 +122,8 @@ export function alertsView({ app }) {
         h('td', null, a.rule),
         h('td', null, seriesLink(app.state, a.series_id, seriesLabel(parseKey(a.series).labels, a.series))),
         h('td', null, timeEl(a.since)),
-        h('td', { class: 'num strong' }, statValue(a.statistic, a.value)),
-        h('td', { class: 'num muted' }, statValue(a.statistic, a.threshold)))))));
+        h('td', { class: 'num strong' }, statValue(a.statistic, a.value, a.unit)),
+        h('td', { class: 'num muted' }, statValue(a.statistic, a.threshold, a.unit)))))));
   }
 
   function drawEpisodes(list) {
@@ -149,8 +149,8 @@ export function alertsView({ app }) {
           h('td', null, seriesLink(app.state, ep.series_id, seriesLabel(ep.labels || parseKey(ep.series).labels, ep.series))),
           h('td', null, timeEl(ep.started_at)),
           h('td', null, ep.ended_at ? timeEl(ep.ended_at) : h('span', { class: live ? 'ongoing' : 'muted' }, live ? 'ongoing' : '–')),
-          h('td', { class: 'num' }, statValue(ep.statistic, ep.value)),
-          h('td', { class: 'num muted' }, statValue(ep.statistic, ep.threshold)),
+          h('td', { class: 'num' }, statValue(ep.statistic, ep.value, ep.unit)),
+          h('td', { class: 'num muted' }, statValue(ep.statistic, ep.threshold, ep.unit)),
           h('td', { class: 'acked-cell' }, ep.acked_by
             ? h('span', { title: ep.ack_comment || '' }, '✓ ', ep.acked_by, ' ', timeEl(ep.acked_at),
               ep.ack_comment ? h('span', { class: 'muted comment' }, ` “${ep.ack_comment}”`) : null)

@@ -179,7 +179,9 @@ export function seriesView({ app, navigate }) {
     return (history?.points || []).map((p) => ({ ...p, t: Date.parse(p.time) }));
   }
   // The plotted value: milliseconds for a latency, the unit itself for sizes and counts.
-  const toMs = (v) => (v === null || v === undefined || !Number.isFinite(v) || v <= 0 ? null : v * unit.scale);
+  // Latencies on a log axis (no zeros there); sizes and counts on a linear one from 0, where a
+  // gauge at 0 shows.
+  const toMs = (v) => (v === null || v === undefined || !Number.isFinite(v) || (v <= 0 && unit.latency) ? null : v * unit.scale);
 
   function drawPercentiles(history, ov, win, events) {
     const pts = points(history);
@@ -229,8 +231,10 @@ export function seriesView({ app, navigate }) {
       tooltip: { ...baseOptions().tooltip, formatter: (ps) => tooltipLines(ps, (v) => unit.fmt(v / unit.scale)) },
       xAxis: timeAxis(win.fromMs, win.toMs),
       yAxis: {
-        type: 'log', logBase: 10, name: unit.axisName, nameTextStyle: { color: colors.muted },
-        min: (v) => logFloor(v.min), max: (v) => logCeil(v.max),
+        ...(unit.latency
+          ? { type: 'log', logBase: 10, min: (v) => logFloor(v.min), max: (v) => logCeil(v.max) }
+          : { type: 'value', min: 0 }),
+        name: unit.axisName, nameTextStyle: { color: colors.muted },
         axisLabel: { color: colors.muted, formatter: unit.axis },
         splitLine: { lineStyle: { color: colors.grid } },
         axisLine: { show: false },
@@ -420,7 +424,7 @@ export function seriesView({ app, navigate }) {
         e.rule ? h('span', { class: 'rule' }, e.rule) : null,
         h('span', { class: 'msg', title: e.message || '' }, e.message || ''),
         Number.isFinite(e.value) && Number.isFinite(e.threshold)
-          ? h('span', { class: 'muted vt' }, `${statValue(e.statistic, e.value)} > ${statValue(e.statistic, e.threshold)}`) : null))),
+          ? h('span', { class: 'muted vt' }, `${statValue(e.statistic, e.value, e.unit)} > ${statValue(e.statistic, e.threshold, e.unit)}`) : null))),
     events.length > 200 ? h('p', { class: 'muted' }, `${events.length - 200} older events not shown.`) : null);
   }
 
