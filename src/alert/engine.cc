@@ -209,6 +209,7 @@ class AlertEngineImpl final : public AlertEngine {
     for (SeriesEntry* e : stale_series) {
       Observation missing;
       missing.time = now;
+      missing.unit = e->unit;
       missing.metric = e->metric;
       missing.labels = e->labels;
       e->last_time = now;
@@ -286,6 +287,7 @@ class AlertEngineImpl final : public AlertEngine {
       saved.labels = e->labels;
       saved.last_time = e->last_time;
       saved.last_seen = e->last_seen;
+      saved.unit = e->unit;
       state.series.push_back(std::move(saved));
     }
     state.groups = grouper_.Save();
@@ -306,6 +308,7 @@ class AlertEngineImpl final : public AlertEngine {
       SeriesEntry& e = FindOrAdd(saved.metric, saved.labels);
       e.last_time = std::max(e.last_time, saved.last_time);
       e.last_seen = std::max(e.last_seen, saved.last_seen);
+      e.unit = saved.unit;
       for (const SavedMachine& m : saved.machines) {
         auto st = std::find_if(e.states.begin(), e.states.end(), [&](const RuleState& s) {
           return rules_[s.rule].rule->name == m.rule;

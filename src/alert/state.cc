@@ -246,6 +246,7 @@ std::string EncodeState(const SavedState& state, uint64_t version) {
     w.L(s.labels);
     w.T(s.last_time);
     w.T(s.last_seen);
+    w.WriteUnit(s.unit);
     w.U(s.machines.size());
     for (const SavedMachine& m : s.machines) WriteMachine(w, m);
   }
@@ -308,6 +309,7 @@ absl::StatusOr<SavedState> DecodeState(std::string_view bytes) {
     s.labels = p.L();
     s.last_time = p.T();
     s.last_seen = p.T();
+    s.unit = p.ReadUnit();
     const size_t machines = p.Count();
     for (size_t j = 0; j < machines && p.ok(); ++j) s.machines.push_back(ReadMachine(p));
     state.series.push_back(std::move(s));

@@ -41,6 +41,7 @@ struct SavedSeries {
   Labels labels;  // sorted by name
   WallTime last_time{};
   WallTime last_seen{};
+  Unit unit = Unit::kNanoseconds;  // since version 2
   std::vector<SavedMachine> machines;
 };
 
@@ -54,9 +55,9 @@ struct SavedState {
 //   "TGAS" varint(version) payload fixed32(CRC-32 of everything before it)
 // with varints (LEB128), zigzag varints for signed values and times (nanoseconds since the
 // epoch), doubles as fixed64 bit patterns, strings as varint(length) bytes, lists as
-// varint(count) elements. Version 2 adds the series' unit (varint) after each firing alert's
-// mute bits and after each notified alert's end; a version 1 state still reads, its alerts as
-// latencies.
+// varint(count) elements. Version 2 adds the series' unit (varint) after each series'
+// last_seen, after each firing alert's mute bits and after each notified alert's end; a version
+// 1 state still reads, its series and alerts as latencies.
 inline constexpr uint64_t kStateVersion = 2;
 
 // `version` below kStateVersion writes what that version wrote (the units left out): for the

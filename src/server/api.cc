@@ -1172,7 +1172,7 @@ class DeliveryCollector final : public metrics::Collector {
 
 class OutboxCollector final : public metrics::Collector {
  public:
-  explicit OutboxCollector(store::EventStore& store) : store_(store) {}
+  OutboxCollector(store::EventStore& store, const Clock& clock) : store_(store), clock_(clock) {}
   void Collect(Page& page) const override {
     if (absl::StatusOr<store::OutboxStats> o = store_.CountOutbox(); o.ok()) {
       page.Gauge("tailguard_outbox_messages",
@@ -1187,16 +1187,16 @@ class OutboxCollector final : public metrics::Collector {
       }
       page.Gauge("tailguard_outbox_oldest_pending_age_seconds",
                  "Age of the oldest undelivered notification; 0 when none is pending.");
-      page.Sample(
-          {},
-          o->oldest_pending
-              ? std::chrono::duration<double>(Clock::Real().WallNow() - *o->oldest_pending).count()
-              : 0.0);
+      page.Sample({},
+                  o->oldest_pending
+                      ? std::chrono::duration<double>(clock_.WallNow() - *o->oldest_pending).count()
+                      : 0.0);
     }
   }
 
  private:
   store::EventStore& store_;
+  const Clock& clock_;  // the control plane's (ApiSources::clock), so tests may fake it
 };
 
 class AnalysisCollector final : public metrics::Collector {
@@ -1255,7 +1255,10 @@ Api::Api(ApiSources sources) : s_(std::move(sources)) {
     add(std::make_unique<HistoryCollector>(*s_.loop));
   }
   if (s_.delivery != nullptr) add(std::make_unique<DeliveryCollector>(*s_.delivery));
-  if (s_.store != nullptr) add(std::make_unique<OutboxCollector>(*s_.store));
+  if (s_.store != nullptr) {
+    add(std::make_unique<OutboxCollector>(*s_.store,
+                                          s_.clock != nullptr ? *s_.clock : Clock::Real()));
+  }
   if (s_.loop != nullptr) add(std::make_unique<AnalysisCollector>(*s_.loop));
   for (const metrics::Collector* c : s_.collectors) collectors_.push_back(c);
   add(std::make_unique<ProcessCollector>());

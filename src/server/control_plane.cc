@@ -63,8 +63,8 @@ absl::StatusOr<std::unique_ptr<ControlPlane>> ControlPlane::Create(ControlPlaneO
     delivery.max_backoff = cfg.delivery.max_backoff;
     delivery.give_up_after = cfg.delivery.give_up_after;
     delivery.log = options.log;
-    c->delivery_ = std::make_unique<notify::DeliveryWorker>(rules, *c->store_, *c->sender_,
-                                                            clock, delivery);
+    c->delivery_ =
+        std::make_unique<notify::DeliveryWorker>(rules, *c->store_, *c->sender_, clock, delivery);
     loop_options.journal = c->journal_.get();
     absl::StatusOr<std::unique_ptr<store::HistoryStore>> history =
         store::HistoryStore::Open(cfg.store.path);
@@ -91,6 +91,7 @@ absl::StatusOr<std::unique_ptr<ControlPlane>> ControlPlane::Create(ControlPlaneO
 
   ApiSources sources = std::move(options.api);
   sources.registry = options.registry;
+  if (sources.clock == nullptr) sources.clock = &clock;
   sources.loop = c->loop_.get();
   sources.routes = options.routes;
   sources.otlp = c->otlp_.get();

@@ -1197,7 +1197,8 @@ awaitable<bool> Worker::Local(Stream& client, http::request<http::string_body>& 
         client, req.version(), keep_alive, http::status::not_found, "not_found",
         Cat("the built-in model backend serves POST /v2/models/{model}[/versions/{version}]/infer; "
             "got ",
-            View(req.method_string()), ' ', path, ". GET /api/v1/models lists the models"));
+            View(req.method_string()), ' ', path, ". GET /api/v1/models lists the models"),
+        req.method() == http::verb::head);
   }
   Exchange x;
   x.start = start;

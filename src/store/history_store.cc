@@ -3,6 +3,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <map>
 #include <utility>
 
 #include "common/series_id.h"
@@ -73,28 +74,43 @@ absl::Status Validate(std::span<const SeriesMinutes> batch) {
       }
     }
   }
+  // One key in two units within a batch.
+  std::map<std::string_view, Unit> units;
+  for (const SeriesMinutes& s : batch) {
+    auto [it, first] = units.emplace(s.key, s.unit);
+    if (!first && it->second != s.unit) {
+      return absl::InvalidArgumentError(Cat("history: series ", s.key, " is given in ",
+                                            UnitName(it->second), " and in ", UnitName(s.unit)));
+    }
+  }
   return absl::OkStatus();
 }
 
-// InvalidArgument when a series of `batch` is stored in another unit: its old minutes would read
-// in the wrong one (a size imported as seconds). Before anything is written.
-absl::Status CheckUnits(Database& db, std::span<const SeriesMinutes> batch) {
+// The series of `batch` stored in another unit than the batch gives (their old minutes would
+// read in the wrong one: a size imported as seconds), by index, with the error that names them;
+// an OK status when there are none.
+absl::Status UnitMismatches(Database& db, std::span<const SeriesMinutes> batch,
+                            std::vector<bool>& mismatched) {
+  mismatched.assign(batch.size(), false);
   absl::StatusOr<Statement> st = db.Prepare("SELECT unit FROM series WHERE id = ?1");
   if (!st.ok()) return st.status();
-  for (const SeriesMinutes& s : batch) {
+  std::string names;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const SeriesMinutes& s = batch[i];
     st->Reset();
     st->Bind(1, HistorySeriesId(s.key));
     absl::StatusOr<bool> row = st->Step();
     if (!row.ok()) return row.status();
     if (!*row) continue;
     const std::string stored = st->ColumnText(0);
-    if (stored != UnitName(s.unit)) {
-      return absl::InvalidArgumentError(Cat("history: series ", s.key, " is stored in ", stored,
-                                            "; this writes ", UnitName(s.unit),
-                                            ": write it under another metric name"));
-    }
+    if (stored == UnitName(s.unit)) continue;
+    mismatched[i] = true;
+    if (!names.empty()) names += "; ";
+    names += Cat(s.key, " is stored in ", stored, ", written in ", UnitName(s.unit));
   }
-  return absl::OkStatus();
+  if (names.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      Cat("history: ", names, ": write a series in one unit (under another metric name)"));
 }
 
 // The prepared statements of a write; reused across transactions.
@@ -207,12 +223,19 @@ absl::Status HistoryStore::WriteMinutes(std::span<const SeriesMinutes> batch) {
   if (!st.ok()) return st.status();
   absl::StatusOr<Transaction> tx = Transaction::Begin(writer_);
   if (!tx.ok()) return tx.status();
-  if (absl::Status s = CheckUnits(writer_, batch); !s.ok()) return s;
+  // A series in another unit is left out; the others are written (the live history of every
+  // other series must not stop for one), and the error names it.
+  std::vector<bool> mismatched;
+  const absl::Status units = UnitMismatches(writer_, batch, mismatched);
+  if (!units.ok() && !absl::IsInvalidArgument(units)) return units;
   ImportSummary summary;
-  for (const SeriesMinutes& s : batch) {
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (mismatched[i]) continue;
+    const SeriesMinutes& s = batch[i];
     if (absl::Status e = st->Write(s, s.minutes, summary, path_); !e.ok()) return e;
   }
-  return tx->Commit();
+  if (absl::Status c = tx->Commit(); !c.ok()) return c;
+  return units;
 }
 
 absl::StatusOr<ImportSummary> HistoryStore::ImportPoints(std::span<const SeriesMinutes> batch,
@@ -224,7 +247,8 @@ absl::StatusOr<ImportSummary> HistoryStore::ImportPoints(std::span<const SeriesM
   Lock lock(write_mu_);
   absl::StatusOr<Statements> st = Statements::Prepare(writer_);
   if (!st.ok()) return st.status();
-  if (absl::Status s = CheckUnits(writer_, batch); !s.ok()) return s;
+  std::vector<bool> mismatched;
+  if (absl::Status s = UnitMismatches(writer_, batch, mismatched); !s.ok()) return s;
   ImportSummary summary;
   for (const SeriesMinutes& s : batch) summary.series += s.minutes.empty() ? 0 : 1;
   // (series, row) of the next row to write; each chunk is one transaction.

@@ -112,14 +112,16 @@ class HistoryStore {
 
   // Writes every minute of every series of `batch` in one transaction, replacing a row of the
   // same (series, time), and records the series. InvalidArgument (nothing written) for an empty
-  // key or metric, a heatmap blob that does not decode, or a series stored in another unit.
+  // key or metric, a heatmap blob that does not decode, or a key given in two units. A series
+  // stored in another unit than the batch gives is left out and the rest written: then an
+  // InvalidArgument names it (a series keeps the unit it was first written in).
   absl::Status WriteMinutes(std::span<const SeriesMinutes> batch);
 
   // WriteMinutes() for `tailguard import`, counting what it did. The whole batch is checked
-  // first (InvalidArgument: nothing written); then it is written in transactions of at most
-  // options.rows_per_transaction rows, in order. A SQLite error stops the import: the chunks
-  // already committed stay (re-importing replaces them), and hold the points last reported to
-  // options.progress.
+  // first (InvalidArgument: nothing written, also for a series stored in another unit); then it is
+  // written in transactions of at most options.rows_per_transaction rows, in order. A SQLite error
+  // stops the import: the chunks already committed stay (re-importing replaces them), and hold the
+  // points last reported to options.progress.
   absl::StatusOr<ImportSummary> ImportPoints(std::span<const SeriesMinutes> batch,
                                              const ImportOptions& options = {});
 

@@ -379,58 +379,68 @@ std::string BusyState() {
   return engine->SaveState();
 }
 
-// An alert on a size keeps its unit through a restart: the resolved message after it says bytes.
-TEST_F(RestoreTest, AnAlertKeepsItsSeriesUnit) {
-  Load(R"(
-stale_after: 0s
+// An alert on a size keeps its unit through a restart: the restored alert, its no-data event
+// when the series goes quiet, and the resolved message after it all say bytes.
+constexpr std::string_view kWideInputs = R"(
+stale_after: 30s
 rules:
   - name: wide_inputs
     above: 20000
     receivers: [wecom]
-)");
-  auto bytes = [&](int s, double v) {
-    Observation o = P99(T0() + seconds(s), a_, v);
-    o.unit = Unit::kBytes;
-    return o;
-  };
-  for (int s = 0; s <= 60; ++s) engine_->Observe(bytes(s, 40000));
+)";
+
+Observation Bytes(WallTime t, const Labels& labels, double v) {
+  Observation o = P99(t, labels, v);
+  o.unit = Unit::kBytes;
+  return o;
+}
+
+TEST_F(RestoreTest, AnAlertKeepsItsSeriesUnit) {
+  Load(kWideInputs);
+  for (int s = 0; s <= 60; ++s) engine_->Observe(Bytes(T0() + seconds(s), a_, 40000));
   engine_->Advance(T0() + seconds(60));
   ASSERT_EQ(alert_test::CountKind(sink_.events, AlertEventKind::kFire), 1);
   for (const AlertEvent& e : sink_.events) EXPECT_EQ(e.unit, Unit::kBytes);
   ASSERT_EQ(sink_.notifications.size(), 1u);
   ASSERT_EQ(sink_.notifications[0].alerts.size(), 1u);
   EXPECT_EQ(sink_.notifications[0].alerts[0].unit, Unit::kBytes);
+  SaveAndRestart();
+  // Restored with its series, before the series says anything again.
   ASSERT_EQ(engine_->ActiveAlerts().size(), 1u);
   EXPECT_EQ(engine_->ActiveAlerts()[0].unit, Unit::kBytes);
-  SaveAndRestart();
-  for (int s = 61; s <= 700; s += 10) engine_->Observe(bytes(s, 1000));
+  // The series goes quiet: the alert holds for want of data, in bytes still.
+  engine_->Advance(T0() + seconds(120));
+  ASSERT_EQ(alert_test::CountKind(sink_.events, AlertEventKind::kNoData), 1);
+  for (const AlertEvent& e : sink_.events) EXPECT_EQ(e.unit, Unit::kBytes);
+  // It comes back small: resolved, and the message says bytes.
+  for (int s = 121; s <= 800; s += 10) engine_->Observe(Bytes(T0() + seconds(s), a_, 1000));
   ASSERT_FALSE(sink_.notifications.empty());
   EXPECT_EQ(sink_.notifications.back().status, NotifyStatus::kResolved);
   EXPECT_EQ(sink_.notifications.back().alerts[0].unit, Unit::kBytes);
 }
 
-// A state saved by the previous version (1, without units) restores, its alerts as latencies.
+// A state saved by the previous version (1, without units) restores, its alerts as latencies;
+// the same state as this version writes it keeps the unit.
 TEST_F(RestoreTest, AVersionOneStateRestores) {
-  Load(R"(
-stale_after: 0s
-rules:
-  - name: slow
-    above: 200ms
-)");
-  for (int s = 0; s <= 60; ++s) engine_->Observe(P99(T0() + seconds(s), a_, 0.220));
+  Load(kWideInputs);
+  for (int s = 0; s <= 60; ++s) engine_->Observe(Bytes(T0() + seconds(s), a_, 40000));
   ASSERT_EQ(engine_->ActiveAlerts().size(), 1u);
-  // The same state as version 1 wrote it (no units).
-  absl::StatusOr<alert_internal::SavedState> saved =
-      alert_internal::DecodeState(engine_->SaveState());
+  const std::string v2 = engine_->SaveState();
+  absl::StatusOr<alert_internal::SavedState> saved = alert_internal::DecodeState(v2);
   ASSERT_TRUE(saved.ok()) << saved.status();
   const std::string v1 = alert_internal::EncodeState(*saved, 1);
-  ASSERT_LT(v1.size(), engine_->SaveState().size());
+  ASSERT_LT(v1.size(), v2.size());
   Restart();
-  const absl::Status s = engine_->RestoreState(v1);
+  absl::Status s = engine_->RestoreState(v1);
   ASSERT_TRUE(s.ok()) << s;
   ASSERT_EQ(engine_->ActiveAlerts().size(), 1u);
   EXPECT_EQ(engine_->ActiveAlerts()[0].state, AlertState::kAlert);
   EXPECT_EQ(engine_->ActiveAlerts()[0].unit, Unit::kNanoseconds);
+  Restart();
+  s = engine_->RestoreState(v2);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_EQ(engine_->ActiveAlerts().size(), 1u);
+  EXPECT_EQ(engine_->ActiveAlerts()[0].unit, Unit::kBytes);
 }
 
 TEST(AlertStateCorruptionTest, EveryTruncationIsRefused) {

@@ -224,20 +224,20 @@ TEST(SummaryTest, NoAlertsAndOtherStatistics) {
 }
 
 TEST(FormatStatValueTest, UnitsPerStatistic) {
-  EXPECT_EQ(FormatStatValue(Statistic::kP99, 0.412), "412 ms");
-  EXPECT_EQ(FormatStatValue(Statistic::kP50, 0.0125), "12.5 ms");
-  EXPECT_EQ(FormatStatValue(Statistic::kP90, 0.00085), "0.85 ms");
-  EXPECT_EQ(FormatStatValue(Statistic::kP999, 1.2), "1200 ms");
-  EXPECT_EQ(FormatStatValue(Statistic::kP99, 12.34), "12.3 s");
-  EXPECT_EQ(FormatStatValue(Statistic::kP99, 0), "0 ms");
-  EXPECT_EQ(FormatStatValue(Statistic::kRate, 1520), "1520 req/s");
-  EXPECT_EQ(FormatStatValue(Statistic::kRate, 0.25), "0.25 req/s");
-  EXPECT_EQ(FormatStatValue(Statistic::kErrorRatio, 0.0005), "0.05 %");
-  EXPECT_EQ(FormatStatValue(Statistic::kAnomalyScore, 0.93), "0.93");
-  EXPECT_EQ(FormatStatValue(Statistic::kP99, std::nan("")), "n/a");
-  EXPECT_EQ(FormatStatValue(Statistic::kRate, INFINITY), "+Inf");
-  EXPECT_EQ(FormatStatValue(Statistic::kRate, 1e20), "1e+20 req/s");
-  EXPECT_EQ(FormatStatValue(Statistic::kRate, -0.5), "-0.5 req/s");
+  EXPECT_EQ(FormatStatValue(Statistic::kP99, 0.412, Unit::kNanoseconds), "412 ms");
+  EXPECT_EQ(FormatStatValue(Statistic::kP50, 0.0125, Unit::kNanoseconds), "12.5 ms");
+  EXPECT_EQ(FormatStatValue(Statistic::kP90, 0.00085, Unit::kNanoseconds), "0.85 ms");
+  EXPECT_EQ(FormatStatValue(Statistic::kP999, 1.2, Unit::kNanoseconds), "1200 ms");
+  EXPECT_EQ(FormatStatValue(Statistic::kP99, 12.34, Unit::kNanoseconds), "12.3 s");
+  EXPECT_EQ(FormatStatValue(Statistic::kP99, 0, Unit::kNanoseconds), "0 ms");
+  EXPECT_EQ(FormatStatValue(Statistic::kRate, 1520, Unit::kNanoseconds), "1520 req/s");
+  EXPECT_EQ(FormatStatValue(Statistic::kRate, 0.25, Unit::kNanoseconds), "0.25 req/s");
+  EXPECT_EQ(FormatStatValue(Statistic::kErrorRatio, 0.0005, Unit::kNanoseconds), "0.05 %");
+  EXPECT_EQ(FormatStatValue(Statistic::kAnomalyScore, 0.93, Unit::kNanoseconds), "0.93");
+  EXPECT_EQ(FormatStatValue(Statistic::kP99, std::nan(""), Unit::kNanoseconds), "n/a");
+  EXPECT_EQ(FormatStatValue(Statistic::kRate, INFINITY, Unit::kNanoseconds), "+Inf");
+  EXPECT_EQ(FormatStatValue(Statistic::kRate, 1e20, Unit::kNanoseconds), "1e+20 req/s");
+  EXPECT_EQ(FormatStatValue(Statistic::kRate, -0.5, Unit::kNanoseconds), "-0.5 req/s");
   // A percentile of a size or a count, in its own unit; their rates are not requests.
   EXPECT_EQ(FormatStatValue(Statistic::kP99, 20480, Unit::kBytes), "20 KiB");
   EXPECT_EQ(FormatStatValue(Statistic::kP99, 512, Unit::kBytes), "512 B");
@@ -539,7 +539,7 @@ TEST(WebhookTest, AlertmanagerPayloadWithTailguardFields) {
        "generatorURL": "LINK_FETCH",
        "fingerprint": "FP_FETCH",
        "series": "tailguard_request_duration_seconds{model=\"rank\",route=\"/v1/rank\",stage=\"feature_fetch\",version=\"v3\"}",
-       "stat": "p99", "tier": 0, "value": 0.061, "threshold": 0.055, "baseline_p99": 0.05},
+       "stat": "p99", "unit": "seconds", "tier": 0, "value": 0.061, "threshold": 0.055, "baseline_p99": 0.05},
       {"status": "firing",
        "labels": {"alertname": "p99_vs_baseline", "model": "rank", "route": "/v1/rank",
                   "severity": "emergency", "stage": "total", "version": "v3"},
@@ -550,7 +550,7 @@ TEST(WebhookTest, AlertmanagerPayloadWithTailguardFields) {
        "generatorURL": "LINK_TOTAL",
        "fingerprint": "FP_TOTAL",
        "series": "tailguard_request_duration_seconds{model=\"rank\",route=\"/v1/rank\",stage=\"total\",version=\"v3\"}",
-       "stat": "p99", "tier": 2, "value": 0.412, "threshold": 0.27, "baseline_p99": 0.18},
+       "stat": "p99", "unit": "seconds", "tier": 2, "value": 0.412, "threshold": 0.27, "baseline_p99": 0.18},
       {"status": "resolved",
        "labels": {"alertname": "p99_vs_baseline", "model": "rank", "route": "/v1/rank",
                   "severity": "emergency", "stage": "total", "version": "v3"},
@@ -561,7 +561,7 @@ TEST(WebhookTest, AlertmanagerPayloadWithTailguardFields) {
        "generatorURL": "LINK_TOTAL",
        "fingerprint": "FP_TOTAL",
        "series": "tailguard_request_duration_seconds{model=\"rank\",route=\"/v1/rank\",stage=\"total\",version=\"v3\"}",
-       "stat": "p99", "tier": 2, "value": 0.15, "threshold": 0.27, "baseline_p99": 0.18}
+       "stat": "p99", "unit": "seconds", "tier": 2, "value": 0.15, "threshold": 0.27, "baseline_p99": 0.18}
     ],
     "idempotency_key": "wecom|{alertname=\"p99_vs_baseline\"}|1793685730000000000|1",
     "sequence": 1,
@@ -833,7 +833,15 @@ TEST(RenderTest, AnAlertOnASizeIsWrittenInBytes) {
       MustRender(Target(ReceiverTarget::Kind::kWeCom, std::string(kWeComUrl)), n, Shanghai());
   EXPECT_THAT(r.body, HasSubstr("40 KiB"));
   EXPECT_THAT(r.body, HasSubstr("20 KiB"));
-  EXPECT_THAT(r.body, ::testing::Not(HasSubstr(" s,")));
+  EXPECT_THAT(r.body, HasSubstr("10 KiB"));  // the baseline
+  EXPECT_THAT(r.body, ::testing::Not(HasSubstr(" ms")));
+  // A template's fields, every one of them in bytes.
+  ReceiverTarget t = Target(ReceiverTarget::Kind::kTemplate, "http://h/");
+  t.body_template = "{{value}}|{{threshold}}|{{baseline}}";
+  EXPECT_EQ(MustRender(t, n, {}).body, "40 KiB|20 KiB|10 KiB");
+  // The webhook's numbers say what they are in.
+  const HttpRequest hook = MustRender(Target(ReceiverTarget::Kind::kWebhook, "http://h/"), n, {});
+  EXPECT_EQ(Json::parse(hook.body)["alerts"][0]["unit"], "bytes");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "common/strings.h"
@@ -54,12 +55,12 @@ class ControlPlaneTest : public ::testing::Test {
     return rules;
   }
 
-  void Create(bool with_store) {
+  void Create(bool with_store, std::optional<AlertConfig> rules = std::nullopt) {
     ControlPlaneOptions options;
     options.config.tick = seconds(1);
     options.config.store.path = with_store ? (dir_ / "tailguard.db").string() : "";
     options.config.api_token = "secret";
-    options.rules = Rules();
+    options.rules = rules ? *std::move(rules) : Rules();
     options.registry = &registry_;
     options.clock = &clock_;
     options.log = nullptr;
@@ -152,6 +153,41 @@ TEST_F(ControlPlaneTest, AlertsLandInItsStoreAndItsApi) {
   absl::StatusOr<std::unique_ptr<ControlPlane>> other = ControlPlane::Create(std::move(second));
   ASSERT_FALSE(other.ok());
   EXPECT_THAT(other.status().message(), HasSubstr("is in use by another tailguard"));
+}
+
+// The outbox's oldest pending message ages on the control plane's clock, not the host's: on a
+// fake clock an hour later it is an hour old (it read the real clock, and a test saw decades).
+TEST_F(ControlPlaneTest, TheOutboxAgesOnTheInjectedClock) {
+  absl::StatusOr<AlertConfig> rules = ParseAlertConfig(R"(
+route:
+  receiver: hook
+  group_wait: 0s
+receivers:
+  - name: hook
+    webhook: {url: "http://127.0.0.1:9/hook"}
+rules:
+  - name: p99_over_100ms
+    select: '{stage="total"}'
+    stat: p99
+    tiers:
+      - above: 100ms
+        severity: critical
+)");
+  ASSERT_TRUE(rules.ok()) << rules.status();
+  Create(/*with_store=*/true, *rules);  // delivery is not started: the message stays pending
+  Run(3, milliseconds(20));
+  Run(60, milliseconds(400));
+  const std::string before = Get("/metrics").body;
+  ASSERT_THAT(before,
+              HasSubstr("tailguard_outbox_messages{receiver=\"hook\",state=\"pending\"} 1"));
+  clock_.Advance(std::chrono::hours(1));
+  const std::string after = Get("/metrics").body;
+  const std::string name = "\ntailguard_outbox_oldest_pending_age_seconds ";
+  const size_t at = after.find(name);
+  ASSERT_NE(at, std::string::npos) << after;
+  const double age = std::stod(after.substr(at + name.size()));
+  EXPECT_GE(age, 3600);
+  EXPECT_LT(age, 3600 + 120);
 }
 
 TEST_F(ControlPlaneTest, ARegistryIsNeeded) {

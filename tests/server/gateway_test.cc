@@ -1128,6 +1128,16 @@ TEST_F(GatewayTest, ServesTorchScriptModelsOnLocalRoutes) {
   r = Fetch(port_, "/v2/models/text/infer");
   EXPECT_EQ(r.status, 404);
   EXPECT_THAT(r.body, HasSubstr("serves POST /v2/models/{model}"));
+  {
+    // The same 404 to HEAD is its header alone, and the connection goes on.
+    RawClient client(port_);
+    client.Send(RawGet("/v2/models/text/infer", "", "HEAD"));
+    EXPECT_THAT(client.ReadAnswer(/*head=*/true), testing::StartsWith("HTTP/1.1 404"));
+    client.Send(RawGet("/v2/models/text/infer"));
+    const std::string next = client.ReadAnswer();
+    EXPECT_THAT(next, testing::StartsWith("HTTP/1.1 404"));
+    EXPECT_THAT(next, HasSubstr("serves POST /v2/models/{model}"));
+  }
   r = Post(port_, "/v2/models/vision/infer", text);
   EXPECT_EQ(r.status, 404);
   EXPECT_THAT(r.body, HasSubstr("the backend serves: text, risk"));

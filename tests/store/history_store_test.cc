@@ -262,14 +262,24 @@ TEST_F(HistoryStoreTest, KeepsWhatEachSeriesMeasures) {
       h->ReadPoints(store::HistorySeriesId(sizes.key), T0() - std::chrono::minutes(1), T0());
   ASSERT_TRUE(rows.ok() && rows->size() == 1u);
   EXPECT_EQ((*rows)[0].p99, 4096);
-  // The sizes written again as seconds (an import that did not say): refused, nothing written.
+  // The sizes written again as seconds (an import that did not say): the import is refused
+  // whole; a live write leaves that series out, writes the others, and names it.
   SeriesMinutes as_seconds = sizes;
   as_seconds.unit = Unit::kNanoseconds;
   as_seconds.minutes = {Minute(T0() + std::chrono::minutes(1), 0.5)};
-  absl::Status refused = h->WriteMinutes(std::vector{as_seconds});
-  EXPECT_TRUE(absl::IsInvalidArgument(refused)) << refused;
-  EXPECT_THAT(std::string(refused.message()), HasSubstr("is stored in bytes"));
   EXPECT_TRUE(absl::IsInvalidArgument(h->ImportPoints(std::vector{as_seconds}).status()));
+  const SeriesMinutes rank = Series("rank", {Minute(T0() + std::chrono::minutes(1), 0.2)});
+  absl::Status refused = h->WriteMinutes(std::vector{as_seconds, rank});
+  EXPECT_TRUE(absl::IsInvalidArgument(refused)) << refused;
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("is stored in bytes, written in seconds"));
+  absl::StatusOr<std::vector<MinuteRow>> ranks =
+      h->ReadPoints(store::HistorySeriesId(rank.key), T0(), T0() + std::chrono::minutes(1));
+  ASSERT_TRUE(ranks.ok());
+  EXPECT_EQ(ranks->size(), 1u);  // the other series' minute was written
+  // One key in two units within one batch: nothing written.
+  SeriesMinutes twice = rank;
+  twice.unit = Unit::kCount;
+  EXPECT_TRUE(absl::IsInvalidArgument(h->WriteMinutes(std::vector{rank, twice})));
   all = h->ListSeries();
   ASSERT_TRUE(all.ok());
   for (const StoredSeriesInfo& s : *all) {

@@ -660,6 +660,7 @@ std::string RenderWebhook(const Notification& n, const MessageContext& ctx) {
     j["fingerprint"] = Fingerprint(a.labels);
     j["series"] = a.series;
     j["stat"] = StatisticName(a.stat);
+    j["unit"] = UnitName(a.unit);  // of value, threshold and baseline_p99 when stat is a percentile
     j["tier"] = a.tier;
     j["value"] = NumberOrNull(a.value);
     j["threshold"] = NumberOrNull(a.threshold);
@@ -798,7 +799,9 @@ std::string FieldValue(std::string_view name, const Notification& n, const Notif
   if (name == "series") return a.series;
   if (name == "value") return FormatStatValue(a.stat, a.value, a.unit);
   if (name == "threshold") return FormatStatValue(a.stat, a.threshold, a.unit);
-  if (name == "baseline") return HasBaseline(a) ? FormatStatValue(a.stat, a.baseline_p99) : "";
+  if (name == "baseline") {
+    return HasBaseline(a) ? FormatStatValue(a.stat, a.baseline_p99, a.unit) : "";
+  }
   if (name == "since") return ClockTime(a.starts_at, n.time, tz);
   if (name == "dashboard_url") return DashboardLink(ctx, a.series);
   if (name.starts_with("labels.")) return std::string(LabelValue(a.labels, name.substr(7)));

@@ -98,7 +98,7 @@ std::string GroupLink(const MessageContext& ctx, std::string_view group_key);
 // "12.3 s" from 10 s), percentiles of sizes in B/KiB/MiB/GiB ("4 KiB"), of counts as a number;
 // rates in "req/s" (a latency's) or "/s", error ratios in "%", anomaly scores as a number; "n/a"
 // for NaN.
-std::string FormatStatValue(Statistic s, double value, Unit unit = Unit::kNanoseconds);
+std::string FormatStatValue(Statistic s, double value, Unit unit);
 
 // `text` as one line of valid UTF-8 of at most `max_bytes`: invalid bytes become U+FFFD, tabs,
 // CR and LF spaces, other control characters are dropped, and a longer text is cut at a
