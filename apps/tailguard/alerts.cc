@@ -20,6 +20,7 @@
 #include "common/duration.h"
 #include "common/format.h"
 #include "common/strings.h"
+#include "metrics/unit_format.h"
 #include "nlohmann/json.hpp"
 #include "server/gateway_config.h"
 #include "store/event_store.h"
@@ -124,9 +125,7 @@ json JsonNumber(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 std::string ShowValue(std::string_view stat, double v, std::string_view unit) {
   if (!std::isfinite(v)) return "n/a";
   if (std::optional<Statistic> s = ParseStatistic(stat); s && IsLatencyStatistic(*s)) {
-    if (unit == "bytes") return FormatBytes(v);
-    if (unit == "count") return FormatCount(v);
-    return FormatDuration(v * 1e9);
+    return metrics::FormatInUnit(v, ParseUnit(unit).value_or(Unit::kNanoseconds));
   }
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.4g", v);

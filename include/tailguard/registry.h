@@ -49,6 +49,9 @@ enum class Unit : uint8_t {
 std::string_view UnitName(Unit u);
 // The inverse of UnitName(); nullopt for anything else.
 std::optional<Unit> ParseUnit(std::string_view name);
+// What one recorded unit is in the unit values leave in: 1e-9 for nanoseconds (to seconds), 1
+// for the others.
+inline double UnitScale(Unit u) { return u == Unit::kNanoseconds ? 1e-9 : 1.0; }
 
 enum class SeriesKind : uint8_t {
   kHistogram,  // every value recorded: latencies, a size per request, items per batch

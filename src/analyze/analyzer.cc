@@ -26,7 +26,7 @@ std::string_view ActionDecisionName(ActionDecision d) {
 void SetLatencyStats(const Histogram& h, SeriesPoint& p) { SetStats(h, Unit::kNanoseconds, p); }
 
 void SetStats(const Histogram& h, Unit unit, SeriesPoint& p) {
-  const double kNs = unit == Unit::kNanoseconds ? 1e-9 : 1.0;
+  const double kNs = UnitScale(unit);
   p.unit = unit;
   p.count = h.count();
   if (h.empty()) return;

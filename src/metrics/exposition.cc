@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "common/strings.h"
 
@@ -48,10 +49,11 @@ void AppendPrometheusText(const Registry& registry, std::span<const double> le_s
                           std::string& out) {
   // Group by metric name, keeping AllSeries()' key order inside each. A name has one kind and
   // unit (the registry refuses a second).
-  std::map<std::string, std::vector<std::pair<Series*, Histogram>>> by_name;
+  // A gauge shows its level, and has no histogram here.
+  std::map<std::string, std::vector<std::pair<Series*, std::optional<Histogram>>>> by_name;
   for (Series* s : registry.AllSeries()) {
     if (s->kind() == SeriesKind::kGauge) {
-      by_name[s->name()].emplace_back(s, Histogram());
+      by_name[s->name()].emplace_back(s, std::nullopt);
       continue;
     }
     Histogram h = s->Cumulative();
@@ -65,15 +67,15 @@ void AppendPrometheusText(const Registry& registry, std::span<const double> le_s
   for (const auto& [name, series] : by_name) {
     const Series& first = *series.front().first;
     const bool seconds = first.unit() == Unit::kNanoseconds;
-    // What one recorded unit is in the exported unit.
-    const double scale = seconds ? 1e-9 : 1.0;
+    const double scale = UnitScale(first.unit());
     // ", in seconds" or ", in bytes"; counts need no unit.
     const std::string unit =
         first.unit() == Unit::kCount ? std::string() : Cat(", in ", UnitName(first.unit()));
     if (first.kind() == SeriesKind::kGauge) {
       out += Cat("# HELP ", name, " Gauge set by its owner", unit, ".\n");
       out += "# TYPE " + name + " gauge\n";
-      for (const auto& [s, h] : series) {
+      for (const auto& entry : series) {
+        const Series* s = entry.first;
         out += (s->labels().empty() ? name : s->key()) + " " +
                FormatSampleValue(static_cast<double>(s->level()) * scale) + "\n";
       }
@@ -85,7 +87,8 @@ void AppendPrometheusText(const Registry& registry, std::span<const double> le_s
     const std::span<const double> bounds =
         seconds ? le_seconds : std::span<const double>(kValueBuckets);
     const std::vector<std::string>& le_text = seconds ? le_seconds_text : le_value_text;
-    for (const auto& [s, h] : series) {
+    for (const auto& [s, cumulative_histogram] : series) {
+      const Histogram& h = *cumulative_histogram;
       const std::string labels = OpenLabels(*s);
       const std::string sep = s->labels().empty() ? "" : ",";
       // Walk buckets and boundaries together: each bucket counts under the first boundary at

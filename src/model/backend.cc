@@ -41,18 +41,13 @@ std::string TimingEntry(std::string_view name, Duration d) {
   return Cat(name, ";dur=", buf);
 }
 
-// `timings` as a Server-Timing value.
-std::string ServerTimingOf(const std::vector<TimedStage>& timings) {
-  std::string out;
-  for (const TimedStage& t : timings) {
-    if (!out.empty()) out += ", ";
-    out += TimingEntry(t.name, t.duration);
-  }
-  return out;
-}
-
+// `timings` into `r`, and as its Server-Timing value.
 void SetTimings(InferResult& r, std::vector<TimedStage> timings) {
-  r.server_timing = ServerTimingOf(timings);
+  r.server_timing.clear();
+  for (const TimedStage& t : timings) {
+    if (!r.server_timing.empty()) r.server_timing += ", ";
+    r.server_timing += TimingEntry(t.name, t.duration);
+  }
   r.timings = std::move(timings);
 }
 
@@ -197,6 +192,8 @@ struct ModelBackend::Impl {
   // signals are never worth refusing a model over).
   Series* QueueDepthSeries(std::string_view model) const;
   Series* BatchSizeSeries(std::string_view model, std::string_view version) const;
+  // `s`, or nullptr (logged, naming `model` and `what`) when the registry refused it.
+  Series* Signal(absl::StatusOr<Series*> s, std::string_view model, std::string_view what) const;
 
   void Work(Model& m);
   void RunBatch(Model& m, std::vector<Pending> batch);
@@ -209,22 +206,28 @@ struct ModelBackend::Impl {
   std::optional<InferResult> LookUpFeatures(const Model& m, Pending& p);
 };
 
+Series* ModelBackend::Impl::Signal(absl::StatusOr<Series*> s, std::string_view model,
+                                   std::string_view what) const {
+  if (s.ok()) return *s;
+  Log(Cat("model ", model, ": no ", what, " series: ", s.status().message()));
+  return nullptr;
+}
+
 Series* ModelBackend::Impl::QueueDepthSeries(std::string_view model) const {
   if (options.registry == nullptr) return nullptr;
-  absl::StatusOr<Series*> s = options.registry->Gauge(
-      "tailguard_model_queue_depth", {{"model", std::string(model)}}, Unit::kCount);
-  if (!s.ok()) Log(Cat("model ", model, ": no queue-depth series: ", s.status().message()));
-  return s.ok() ? *s : nullptr;
+  return Signal(options.registry->Gauge("tailguard_model_queue_depth",
+                                        {{"model", std::string(model)}}, Unit::kCount),
+                model, "queue-depth");
 }
 
 Series* ModelBackend::Impl::BatchSizeSeries(std::string_view model,
                                             std::string_view version) const {
   if (options.registry == nullptr) return nullptr;
-  absl::StatusOr<Series*> s = options.registry->Values(
-      "tailguard_model_batch_size",
-      {{"model", std::string(model)}, {"version", std::string(version)}}, Unit::kCount);
-  if (!s.ok()) Log(Cat("model ", model, ": no batch-size series: ", s.status().message()));
-  return s.ok() ? *s : nullptr;
+  return Signal(
+      options.registry->Values("tailguard_model_batch_size",
+                               {{"model", std::string(model)}, {"version", std::string(version)}},
+                               Unit::kCount),
+      model, "batch-size");
 }
 
 ModelBackend::ModelBackend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -491,7 +491,7 @@ ApiResponse Api::Series(std::string_view query) const {
     if (cumulative) {
       if (!since_start) since_start = s.series->Cumulative();
       const Histogram& h = *since_start;
-      const double scale = s.series->unit() == Unit::kNanoseconds ? 1e-9 : 1.0;
+      const double scale = UnitScale(s.series->unit());
       j["cumulative"] = {
           {"count", h.count()},
           {"p50", h.empty() ? json(nullptr) : json(static_cast<double>(h.Quantile(0.5)) * scale)},

@@ -13,6 +13,7 @@
 #include "common/format.h"
 #include "common/series_id.h"
 #include "common/strings.h"
+#include "metrics/unit_format.h"
 #include "store/history_store.h"
 #include "tailguard/series_io.h"
 
@@ -41,19 +42,6 @@ void FillStats(const Histogram& h, Unit unit, HistoryPoint& p) {
   SeriesPoint point;
   SetStats(h, unit, point);
   CopyStats(point, p);
-}
-
-// A statistic in its unit for a person: "12.3ms", "4.00KiB", "512".
-std::string FormatValue(double v, Unit unit) {
-  switch (unit) {
-    case Unit::kNanoseconds:
-      return FormatDuration(v * 1e9);
-    case Unit::kBytes:
-      return FormatBytes(v);
-    case Unit::kCount:
-      return FormatCount(v);
-  }
-  return FormatCount(v);
 }
 
 // What a series remembers between ticks.
@@ -483,11 +471,11 @@ void LiveLoop::OnAnomaly(const AnomalyEvent& a) {
   e.unit = std::string(UnitName(a.unit));
   e.value = a.p99;
   e.baseline_p99 = a.baseline;
-  e.message =
-      Cat("anomaly on ", a.series, ": P99 ", FormatValue(a.p99, a.unit),
-          std::isnan(a.baseline) ? std::string()
-                                 : Cat(" against a baseline of ", FormatValue(a.baseline, a.unit)),
-          " (score ", std::to_string(a.score).substr(0, 4), ")");
+  e.message = Cat("anomaly on ", a.series, ": P99 ", metrics::FormatInUnit(a.p99, a.unit),
+                  std::isnan(a.baseline)
+                      ? std::string()
+                      : Cat(" against a baseline of ", metrics::FormatInUnit(a.baseline, a.unit)),
+                  " (score ", std::to_string(a.score).substr(0, 4), ")");
   PushEvent(std::move(e));
 }
 
@@ -565,12 +553,20 @@ Series* LiveLoop::FindSeries(std::string_view id) const {
 }
 
 absl::StatusOr<Series*> LiveLoop::Resolve(std::string_view id) const {
-  if (Series* series = FindSeries(id); series != nullptr) return series;
+  absl::StatusOr<std::pair<Series*, Unit>> r = ResolveWithUnit(id);
+  if (!r.ok()) return r.status();
+  return r->first;
+}
+
+absl::StatusOr<std::pair<Series*, Unit>> LiveLoop::ResolveWithUnit(std::string_view id) const {
+  if (Series* series = FindSeries(id); series != nullptr) {
+    return std::make_pair(series, series->unit());
+  }
   if (options_.history != nullptr) {
     absl::StatusOr<std::optional<store::StoredSeriesInfo>> stored =
         options_.history->FindSeries(id);
     if (!stored.ok()) return stored.status();
-    if (stored->has_value()) return nullptr;
+    if (stored->has_value()) return std::make_pair(static_cast<Series*>(nullptr), (*stored)->unit);
   }
   return absl::NotFoundError(Cat("no series with id \"", id, "\"; see /api/v1/series"));
 }
@@ -645,11 +641,12 @@ absl::StatusOr<LiveLoop::Plan> LiveLoop::PlanRange(std::string_view id, WallTime
                                                    Duration step) const {
   if (step <= Duration::zero()) return absl::InvalidArgumentError("step must be positive");
   if (to < from) return absl::InvalidArgumentError("`to` is before `from`");
-  absl::StatusOr<Series*> series = Resolve(id);
+  absl::StatusOr<std::pair<Series*, Unit>> series = ResolveWithUnit(id);
   if (!series.ok()) return series.status();
-  absl::StatusOr<std::vector<Column>> columns = Columns(*series, from, to, step);
+  absl::StatusOr<std::vector<Column>> columns = Columns(series->first, from, to, step);
   if (!columns.ok()) return columns.status();
-  return Plan{*series, *std::move(columns), std::max(step, Duration(std::chrono::minutes(1)))};
+  return Plan{series->first, series->second, *std::move(columns),
+              std::max(step, Duration(std::chrono::minutes(1)))};
 }
 
 absl::StatusOr<std::vector<HistoryPoint>> LiveLoop::History(std::string_view id, WallTime from,
@@ -715,19 +712,8 @@ absl::StatusOr<tailguard::Heatmap> LiveLoop::Heatmap(std::string_view id, WallTi
   if (!plan.ok()) return plan.status();
   Series* const series = plan->series;
   // Heatmaps are of latencies: a size or a count, live or known only to the store, says so.
-  Unit unit = series != nullptr ? series->unit() : Unit::kNanoseconds;
-  std::string key = series != nullptr ? series->key() : std::string();
-  if (series == nullptr && options_.history != nullptr) {
-    absl::StatusOr<std::optional<store::StoredSeriesInfo>> stored =
-        options_.history->FindSeries(id);
-    if (!stored.ok()) return stored.status();
-    if (stored->has_value()) {
-      unit = (*stored)->unit;
-      key = (*stored)->key;
-    }
-  }
-  if (unit != Unit::kNanoseconds) {
-    return absl::InvalidArgumentError(Cat("series ", id, " (", key, ") measures ", UnitName(unit),
+  if (plan->unit != Unit::kNanoseconds) {
+    return absl::InvalidArgumentError(Cat("series ", id, " measures ", UnitName(plan->unit),
                                           ": heatmaps are of latencies; ask for its history"));
   }
   const std::vector<Column>& columns = plan->columns;

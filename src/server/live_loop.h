@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -187,6 +188,9 @@ class LiveLoop final : private Subscriber {
   // The live series with `id` (nullptr when it is not live), after checking that someone knows
   // it: NotFound when neither the registry nor the store does.
   absl::StatusOr<Series*> Resolve(std::string_view id) const;
+  // Resolve(), with the series' unit (from the store, in the same lookup, for a series only it
+  // knows).
+  absl::StatusOr<std::pair<Series*, Unit>> ResolveWithUnit(std::string_view id) const;
   // Points of series `id` ending at from+step, from+2*step, ... <= to. Within the registry's
   // window span (1 h) each point is the exact merge of its slots; older points come from the
   // per-minute history (a step below 1 min there is rounded up to 1 min). NotFound for an
@@ -253,7 +257,8 @@ class LiveLoop final : private Subscriber {
   // (nullptr when only the store knows it) and its columns; NotFound and InvalidArgument as
   // History().
   struct Plan {
-    Series* series = nullptr;
+    Series* series = nullptr;        // nullptr for a series only the store knows
+    Unit unit = Unit::kNanoseconds;  // what it measures (the store's for a stored series)
     std::vector<Column> columns;
     Duration old_step{};  // the step of the per-minute columns: at least a minute
   };

@@ -25,10 +25,10 @@ inline void Add(std::atomic<uint64_t>& c, uint64_t n = 1) {
 }
 inline uint64_t Load(const std::atomic<uint64_t>& c) { return c.load(std::memory_order_relaxed); }
 
-// Counters of one (model, version, route): requests by HTTP status, bytes, and samples exported.
 // Each request's body size in bytes, a value histogram with labels model, version, route.
 inline constexpr std::string_view kRequestSizeMetric = "tailguard_request_size_bytes";
 
+// Counters of one (model, version, route): requests by HTTP status, bytes, and samples exported.
 struct RouteCounters {
   RouteCounters(RequestMetrics* m, Series* size) : metrics(m), request_size(size) {}
 

@@ -86,43 +86,23 @@ absl::Status Validate(std::span<const SeriesMinutes> batch) {
   return absl::OkStatus();
 }
 
-// The series of `batch` stored in another unit than the batch gives (their old minutes would
-// read in the wrong one: a size imported as seconds), by index, with the error that names them;
-// an OK status when there are none.
-absl::Status UnitMismatches(Database& db, std::span<const SeriesMinutes> batch,
-                            std::vector<bool>& mismatched) {
-  mismatched.assign(batch.size(), false);
-  absl::StatusOr<Statement> st = db.Prepare("SELECT unit FROM series WHERE id = ?1");
-  if (!st.ok()) return st.status();
-  std::string names;
-  for (size_t i = 0; i < batch.size(); ++i) {
-    const SeriesMinutes& s = batch[i];
-    st->Reset();
-    st->Bind(1, HistorySeriesId(s.key));
-    absl::StatusOr<bool> row = st->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) continue;
-    const std::string stored = st->ColumnText(0);
-    if (stored == UnitName(s.unit)) continue;
-    mismatched[i] = true;
-    if (!names.empty()) names += "; ";
-    names += Cat(s.key, " is stored in ", stored, ", written in ", UnitName(s.unit));
-  }
-  if (names.empty()) return absl::OkStatus();
+// The error of series stored in another unit than a batch gives them in (their old minutes
+// would read in the wrong one: a size imported as seconds); `what` names each.
+absl::Status UnitError(const std::string& what) {
   return absl::InvalidArgumentError(
-      Cat("history: ", names, ": write a series in one unit (under another metric name)"));
+      Cat("history: ", what, ": write a series in one unit (under another metric name)"));
 }
 
 // The prepared statements of a write; reused across transactions.
 struct Statements {
-  Statement upsert, exists, insert;
+  Statement upsert, exists, insert, unit_of;
 
   static absl::StatusOr<Statements> Prepare(Database& db) {
     absl::StatusOr<Statement> upsert = db.Prepare(
         "INSERT INTO series (id, key, metric, labels, first_at, last_at, unit) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
         "ON CONFLICT (id) DO UPDATE SET first_at = min(first_at, excluded.first_at), "
-        "last_at = max(last_at, excluded.last_at) "
+        "last_at = max(last_at, excluded.last_at) WHERE unit = excluded.unit "
         "RETURNING seq");
     if (!upsert.ok()) return upsert.status();
     absl::StatusOr<Statement> exists =
@@ -133,13 +113,32 @@ struct Statements {
         "mean, max, anomaly_score, baseline_p99, forecast, forecast_lower, forecast_upper, "
         "heatmap) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
     if (!insert.ok()) return insert.status();
-    return Statements{*std::move(upsert), *std::move(exists), *std::move(insert)};
+    absl::StatusOr<Statement> unit_of = db.Prepare("SELECT unit FROM series WHERE id = ?1");
+    if (!unit_of.ok()) return unit_of.status();
+    return Statements{*std::move(upsert), *std::move(exists), *std::move(insert),
+                      *std::move(unit_of)};
+  }
+
+  // "KEY is stored in bytes, written in seconds" when `s` is stored in another unit than it
+  // gives; "" when it is not, or is not stored.
+  absl::StatusOr<std::string> UnitMismatch(const SeriesMinutes& s) {
+    unit_of.Reset();
+    unit_of.Bind(1, HistorySeriesId(s.key));
+    absl::StatusOr<bool> row = unit_of.Step();
+    if (!row.ok()) return row.status();
+    std::string out;
+    if (*row && unit_of.ColumnText(0) != UnitName(s.unit)) {
+      out = Cat(s.key, " is stored in ", unit_of.ColumnText(0), ", written in ", UnitName(s.unit));
+    }
+    unit_of.Reset();
+    return out;
   }
 
   // Writes `rows` (some minutes of `s`) and records the series, inside the caller's
-  // transaction; counts into `summary` (points and replaced, not series).
+  // transaction; counts into `summary` (points and replaced, not series). A series stored in
+  // another unit is left as it is (the upsert's WHERE) and named in `mismatch`.
   absl::Status Write(const SeriesMinutes& s, std::span<const MinuteRow> rows,
-                     ImportSummary& summary, const std::string& path) {
+                     ImportSummary& summary, const std::string& path, std::string& mismatch) {
     if (rows.empty()) return absl::OkStatus();
     WallTime first = rows.front().time, last = first;
     for (const MinuteRow& m : rows) {
@@ -156,7 +155,14 @@ struct Statements {
         .Bind(7, UnitName(s.unit));
     absl::StatusOr<bool> row = upsert.Step();
     if (!row.ok()) return row.status();
-    if (!*row) return absl::InternalError(Cat(path, ": series upsert returned no row"));
+    if (!*row) {
+      upsert.Reset();
+      absl::StatusOr<std::string> what = UnitMismatch(s);
+      if (!what.ok()) return what.status();
+      if (what->empty()) return absl::InternalError(Cat(path, ": series upsert returned no row"));
+      mismatch = *std::move(what);
+      return absl::OkStatus();
+    }
     const int64_t seq = upsert.ColumnInt64(0);
     upsert.Reset();
     for (const MinuteRow& m : rows) {
@@ -225,17 +231,15 @@ absl::Status HistoryStore::WriteMinutes(std::span<const SeriesMinutes> batch) {
   if (!tx.ok()) return tx.status();
   // A series in another unit is left out; the others are written (the live history of every
   // other series must not stop for one), and the error names it.
-  std::vector<bool> mismatched;
-  const absl::Status units = UnitMismatches(writer_, batch, mismatched);
-  if (!units.ok() && !absl::IsInvalidArgument(units)) return units;
+  std::string mismatched;
   ImportSummary summary;
-  for (size_t i = 0; i < batch.size(); ++i) {
-    if (mismatched[i]) continue;
-    const SeriesMinutes& s = batch[i];
-    if (absl::Status e = st->Write(s, s.minutes, summary, path_); !e.ok()) return e;
+  for (const SeriesMinutes& s : batch) {
+    std::string mismatch;
+    if (absl::Status e = st->Write(s, s.minutes, summary, path_, mismatch); !e.ok()) return e;
+    if (!mismatch.empty()) mismatched += Cat(mismatched.empty() ? "" : "; ", mismatch);
   }
   if (absl::Status c = tx->Commit(); !c.ok()) return c;
-  return units;
+  return mismatched.empty() ? absl::OkStatus() : UnitError(mismatched);
 }
 
 absl::StatusOr<ImportSummary> HistoryStore::ImportPoints(std::span<const SeriesMinutes> batch,
@@ -247,8 +251,14 @@ absl::StatusOr<ImportSummary> HistoryStore::ImportPoints(std::span<const SeriesM
   Lock lock(write_mu_);
   absl::StatusOr<Statements> st = Statements::Prepare(writer_);
   if (!st.ok()) return st.status();
-  std::vector<bool> mismatched;
-  if (absl::Status s = UnitMismatches(writer_, batch, mismatched); !s.ok()) return s;
+  // All or nothing: a series stored in another unit refuses the import before it writes.
+  std::string mismatched;
+  for (const SeriesMinutes& s : batch) {
+    absl::StatusOr<std::string> mismatch = st->UnitMismatch(s);
+    if (!mismatch.ok()) return mismatch.status();
+    if (!mismatch->empty()) mismatched += Cat(mismatched.empty() ? "" : "; ", *mismatch);
+  }
+  if (!mismatched.empty()) return UnitError(mismatched);
   ImportSummary summary;
   for (const SeriesMinutes& s : batch) summary.series += s.minutes.empty() ? 0 : 1;
   // (series, row) of the next row to write; each chunk is one transaction.
@@ -261,10 +271,15 @@ absl::StatusOr<ImportSummary> HistoryStore::ImportPoints(std::span<const SeriesM
       const std::vector<MinuteRow>& rows = batch[si].minutes;
       const size_t n = std::min(rows.size() - ri, static_cast<size_t>(budget));
       if (n > 0) {
-        if (absl::Status e = st->Write(batch[si], std::span(rows).subspan(ri, n), summary, path_);
+        // Checked above, under the same lock: only another process could have changed a unit
+        // since, and then that series' rows are left out and named.
+        std::string mismatch;
+        if (absl::Status e =
+                st->Write(batch[si], std::span(rows).subspan(ri, n), summary, path_, mismatch);
             !e.ok()) {
           return e;
         }
+        if (!mismatch.empty()) return UnitError(mismatch);
       }
       budget -= static_cast<int64_t>(n);
       ri += n;

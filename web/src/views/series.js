@@ -181,7 +181,7 @@ export function seriesView({ app, navigate }) {
   // The plotted value: milliseconds for a latency, the unit itself for sizes and counts.
   // Latencies on a log axis (no zeros there); sizes and counts on a linear one from 0, where a
   // gauge at 0 shows.
-  const toMs = (v) => (v === null || v === undefined || !Number.isFinite(v) || (v <= 0 && unit.latency) ? null : v * unit.scale);
+  const plotted = (v) => (v === null || v === undefined || !Number.isFinite(v) || (v <= 0 && unit.latency) ? null : v * unit.scale);
 
   function drawPercentiles(history, ov, win, events) {
     const pts = points(history);
@@ -190,7 +190,7 @@ export function seriesView({ app, navigate }) {
       lineStyle: { width: extra.width || 1.6, color, type: extra.dash ? 'dashed' : 'solid', opacity: extra.opacity || 1 },
       itemStyle: { color },
       emphasis: { disabled: true },
-      data: data.map((p) => [p.t + (extra.shift || 0), toMs(p[key])]),
+      data: data.map((p) => [p.t + (extra.shift || 0), plotted(p[key])]),
       ...extra.series,
     });
     const series = [
@@ -285,8 +285,8 @@ export function seriesView({ app, navigate }) {
           name: 'band', type: 'line', stack: 'band', data: width, showSymbol: false, silent: true,
           lineStyle: { opacity: 0 }, areaStyle: { color: colors.forecast, opacity: 0.18 }, itemStyle: { color: colors.forecast },
         },
-        { name: 'forecast', type: 'line', data: pts.map((p) => [p.t, toMs(p.forecast)]), showSymbol: false, lineStyle: { type: 'dashed', color: colors.forecast, width: 1.5 }, itemStyle: { color: colors.forecast } },
-        { name: 'P99', type: 'line', data: pts.map((p) => [p.t, toMs(p.p99)]), showSymbol: false, lineStyle: { color: colors.p99, width: 2 }, itemStyle: { color: colors.p99 } },
+        { name: 'forecast', type: 'line', data: pts.map((p) => [p.t, plotted(p.forecast)]), showSymbol: false, lineStyle: { type: 'dashed', color: colors.forecast, width: 1.5 }, itemStyle: { color: colors.forecast } },
+        { name: 'P99', type: 'line', data: pts.map((p) => [p.t, plotted(p.p99)]), showSymbol: false, lineStyle: { color: colors.p99, width: 2 }, itemStyle: { color: colors.p99 } },
         { name: 'outside band', type: 'scatter', data: breaches, symbolSize: 6, itemStyle: { color: colors.alert } },
       ],
     }, { notMerge: true });
