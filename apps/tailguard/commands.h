@@ -29,6 +29,8 @@ void AddAlerts(CLI::App& app, Action& action);
 void AddLoadgen(CLI::App& app, Action& action);
 // `import`: past per-minute series from a CSV file into the store's history (import.cc).
 void AddImport(CLI::App& app, Action& action);
+// `diagnose`: offline root-cause ranking and slice attribution (diagnose.cc).
+void AddDiagnose(CLI::App& app, Action& action);
 
 }  // namespace tailguard::cli
 

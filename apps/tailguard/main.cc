@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   tailguard::cli::AddServe(app, action);
   tailguard::cli::AddAlerts(app, action);
   tailguard::cli::AddImport(app, action);
+  tailguard::cli::AddDiagnose(app, action);
   tailguard::cli::AddLoadgen(app, action);
   tailguard::cli::AddDemo(app, action);
 

@@ -87,4 +87,9 @@ run_example 'tailguard alerts --config examples/gateway.yaml list   # active ale
 run_example 'tailguard alerts --config examples/gateway.yaml silence add --match '"'"'{model="rank"}'"'"' --duration 2h --comment "planned deploy"'
 printf '%s\n' "$out" | grep -q '^silence 1: ' || fail "silence add: $out"
 run_example 'tailguard alerts --config examples/gateway.yaml outbox --state pending   # still to be delivered'
+run_example 'tailguard diagnose --cases examples/diagnose --out ranking.csv'
+sed -n 2p ranking.csv | grep -q '^demo-1,1,risk/stage_feature_fetch_p99_s,.*,dependency,cause,' ||
+  fail "diagnose --cases: rank 1 is not the feature fetch: $(sed -n 2p ranking.csv)"
+run_example 'tailguard diagnose --slices examples/diagnose/latency_by_label.csv --at 1700000600 --out slices.csv'
+in_readme "$(sed -n 2p slices.csv)"
 echo "readme examples: ok"

@@ -1,0 +1,116 @@
+#include "diagnose/ranker.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace tailguard::diagnose {
+
+Evidence Score(const TimedSeries& series, double alert_time, const RankOptions& options,
+               bool higher_is_worse) {
+  const double sign = higher_is_worse ? 1 : -1;
+  Evidence e;
+  const double window_start = alert_time - options.guard_s;
+  const double baseline_start = window_start - options.baseline_s;
+  const double window_end = alert_time + options.after_s;
+  std::vector<double> before;
+  std::vector<size_t> window;
+  std::vector<double> window_values;
+  for (size_t i = 0; i < series.times.size() && i < series.values.size(); ++i) {
+    const double t = series.times[i];
+    const double v = series.values[i];
+    if (std::isnan(v) || std::isnan(t)) continue;
+    if (t >= baseline_start && t < window_start) {
+      before.push_back(v);
+    } else if (t >= window_start && t <= window_end) {
+      window.push_back(i);
+      window_values.push_back(v);
+    }
+  }
+  if (before.empty() || window.empty()) return e;
+  // Points in time order, whatever the input order, for the onset.
+  std::sort(window.begin(), window.end(),
+            [&](size_t a, size_t b) { return series.times[a] < series.times[b]; });
+  e.baseline = DescribeBaseline(std::move(before), window_values);
+  e.window_points = window.size();
+  double best = -1;
+  for (size_t i : window) {
+    const double d = std::max(0.0, sign * RobustScore(e.baseline, series.values[i]));
+    if (d > best) {
+      best = d;
+      e.peak = series.values[i];
+      e.peak_time = series.times[i];
+    }
+  }
+  e.score = best;
+  e.rose = e.peak >= e.baseline.median;
+  e.onset_time = e.peak_time;
+  for (size_t i : window) {
+    if (sign * RobustScore(e.baseline, series.values[i]) >= best / 2) {
+      e.onset_time = series.times[i];
+      break;
+    }
+  }
+  return e;
+}
+
+namespace {
+
+std::string Rationale(const Candidate& c, double alert_time) {
+  const Evidence& e = c.evidence;
+  char line[320];
+  std::snprintf(line, sizeof line, "%s %s from %.4g to %.4g (%.1f IQRs %s its baseline) at %+.0fs",
+                c.series.c_str(), e.rose ? "rose" : "fell", e.baseline.median, e.peak, e.score,
+                e.rose ? "above" : "below", e.onset_time - alert_time);
+  return line;
+}
+
+}  // namespace
+
+Ranking RankCauses(const std::vector<TimedSeries>& series, double alert_time,
+                   const RankOptions& options) {
+  Ranking r;
+  for (const TimedSeries& s : series) {
+    const SignalClass signal = ClassifySignal(s.name);
+    Evidence e = Score(s, alert_time, options, signal.higher_is_worse);
+    if (e.window_points == 0) continue;
+    Candidate c;
+    c.series = s.name;
+    c.signal = signal;
+    c.evidence = e;
+    r.ranked.push_back(std::move(c));
+  }
+  auto moved_cause = [&](const Candidate& c) {
+    return c.signal.kind == SignalKind::kCause && c.evidence.score >= options.min_score;
+  };
+  std::stable_sort(r.ranked.begin(), r.ranked.end(), [&](const Candidate& a, const Candidate& b) {
+    const bool ma = moved_cause(a), mb = moved_cause(b);
+    if (ma != mb) return ma;
+    if (a.evidence.score != b.evidence.score) return a.evidence.score > b.evidence.score;
+    return a.series < b.series;
+  });
+  // The confidence is shared by the first five causes that moved, or, when none did, by the
+  // first five of all: a symptom that ranks after a moved cause is explained by it.
+  const bool any_cause = !r.ranked.empty() && moved_cause(r.ranked.front());
+  size_t sharing = 0;
+  double mass = 0;
+  for (size_t i = 0; i < r.ranked.size() && sharing < 5; ++i) {
+    if (any_cause && !moved_cause(r.ranked[i])) break;
+    mass += r.ranked[i].evidence.score;
+    ++sharing;
+  }
+  for (size_t i = 0; i < r.ranked.size(); ++i) {
+    Candidate& c = r.ranked[i];
+    c.confidence = (i < sharing && mass > 0) ? c.evidence.score / mass : 0;
+    c.rationale = Rationale(c, alert_time);
+    if (c.signal.kind == SignalKind::kSymptom && c.evidence.score >= options.min_score) {
+      r.symptoms.push_back(c.series);
+    }
+  }
+  if (!r.ranked.empty() && r.ranked.front().evidence.score >= options.min_score) {
+    r.quadrant = r.ranked.front().signal.quadrant;
+  }
+  return r;
+}
+
+}  // namespace tailguard::diagnose
