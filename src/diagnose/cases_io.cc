@@ -7,7 +7,6 @@
 #include <string_view>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/strings/numbers.h"
 #include "common/strings.h"
 #include "diagnose/csv.h"
 
@@ -21,24 +20,9 @@ bool Exists(const std::string& path) {
 
 bool ParseSeconds(const std::string& s, double& out) {
   int64_t v = 0;
-  if (!absl::SimpleAtoi(absl::string_view(s.data(), s.size()), &v)) return false;
+  if (!ParseIntegerField(s, v)) return false;
   out = static_cast<double>(v);
   return true;
-}
-
-bool ParseFinite(const std::string& s, double& out) {
-  if (!absl::SimpleAtod(absl::string_view(s.data(), s.size()), &out)) return false;
-  return std::isfinite(out);
-}
-
-std::string Quote(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
 }
 
 }  // namespace
@@ -116,7 +100,7 @@ absl::StatusOr<CaseSet> ParseCaseSet(std::string_view cases_text, const std::str
           problems.Add(Cat(series_path, ":", line, ": series: empty"));
           return;
         }
-        if (!ParseFinite(f[3], v)) {
+        if (!ParseFiniteField(f[3], v)) {
           problems.Add(Cat(series_path, ":", line, ": value: '", f[3], "' is not a finite number"));
           return;
         }
@@ -153,11 +137,11 @@ std::string RankingRows(const std::string& case_id, const Ranking& ranking, doub
   for (size_t i = 0; i < ranking.ranked.size(); ++i) {
     const Candidate& c = ranking.ranked[i];
     std::snprintf(num, sizeof num, "%.6g", c.evidence.score);
-    out += Cat(Quote(case_id), ",", i + 1, ",", Quote(c.series), ",", num, ",",
+    out += Cat(CsvField(case_id), ",", i + 1, ",", CsvField(c.series), ",", num, ",",
                QuadrantName(c.signal.quadrant), ",",
                c.signal.kind == SignalKind::kCause ? "cause" : "symptom", ",",
                static_cast<long long>(std::llround(c.evidence.onset_time - alert_time)), ",",
-               Quote(c.rationale), "\n");
+               CsvField(c.rationale), "\n");
   }
   return out;
 }

@@ -3,10 +3,12 @@
 #include <zlib.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 
+#include "absl/strings/numbers.h"
 #include "common/strings.h"
 
 namespace tailguard::diagnose {
@@ -78,6 +80,24 @@ bool SplitCsvLine(std::string_view line, std::vector<std::string>& fields) {
     if (i >= line.size()) return true;
     ++i;  // the comma
   }
+}
+
+bool ParseIntegerField(const std::string& s, int64_t& out) {
+  return absl::SimpleAtoi(absl::string_view(s.data(), s.size()), &out);
+}
+
+bool ParseFiniteField(const std::string& s, double& out) {
+  return absl::SimpleAtod(absl::string_view(s.data(), s.size()), &out) && std::isfinite(out);
+}
+
+std::string CsvField(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
 }
 
 void Problems::Add(std::string message) {

@@ -5,6 +5,7 @@
 #define TAILGUARD_DIAGNOSE_CSV_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,8 +24,17 @@ absl::StatusOr<std::string> ReadMaybeGzip(const std::string& path,
 // a quote is followed by something other than a comma.
 bool SplitCsvLine(std::string_view line, std::vector<std::string>& fields);
 
-// Calls `row(line_number, fields)` for every non-empty line of `text` after the first (the
-// header, returned through `header`). Lines end at '\n'; a trailing '\r' is dropped.
+// A field as an integer (unix seconds, say) or as a finite number; false otherwise.
+bool ParseIntegerField(const std::string& s, int64_t& out);
+bool ParseFiniteField(const std::string& s, double& out);
+
+// `s` as one CSV field: as is, or quoted when it holds a comma, a quote or a line break.
+std::string CsvField(const std::string& s);
+
+// Calls `row(line_number, fields, well_formed)` for every non-empty line of `text` after the
+// first (the header, returned through `header`); a line SplitCsvLine refuses comes whole as the
+// one field, with well_formed false. Lines end at '\n'; a trailing '\r' is dropped. False when
+// `text` has no header line or the header does not split.
 template <typename RowFn>
 bool ForEachCsvRow(std::string_view text, std::vector<std::string>& header, RowFn&& row);
 

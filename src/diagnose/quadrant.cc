@@ -33,15 +33,6 @@ size_t EntityEnd(std::string_view series) {
   return brace < slash ? std::string_view::npos : slash;
 }
 
-}  // namespace
-
-std::string_view EntityOf(std::string_view series) {
-  const size_t slash = EntityEnd(series);
-  return slash == std::string_view::npos ? series : series.substr(0, slash);
-}
-
-namespace {
-
 bool HasAny(const std::string& s, std::initializer_list<std::string_view> words) {
   return std::any_of(words.begin(), words.end(),
                      [&](std::string_view w) { return s.find(w) != std::string::npos; });
@@ -69,6 +60,11 @@ SignalClass Classify(const std::string& m) {
 }
 
 }  // namespace
+
+std::string_view EntityOf(std::string_view series) {
+  const size_t slash = EntityEnd(series);
+  return slash == std::string_view::npos ? series : series.substr(0, slash);
+}
 
 SignalClass ClassifySignal(std::string_view series) {
   const size_t slash = EntityEnd(series);

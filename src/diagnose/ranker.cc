@@ -33,24 +33,24 @@ Evidence Score(const TimedSeries& series, double alert_time, const RankOptions& 
             [&](size_t a, size_t b) { return series.times[a] < series.times[b]; });
   e.baseline = DescribeBaseline(std::move(before), window_values);
   e.window_points = window.size();
+  std::vector<double> scores;  // per window point, in time order
+  scores.reserve(window.size());
   double best = -1;
   for (size_t i : window) {
-    const double d = std::max(0.0, sign * RobustScore(e.baseline, series.values[i]));
-    if (d > best) {
-      best = d;
+    scores.push_back(std::max(0.0, sign * RobustScore(e.baseline, series.values[i])));
+    if (scores.back() > best) {
+      best = scores.back();
       e.peak = series.values[i];
       e.peak_time = series.times[i];
     }
   }
   e.score = best;
   e.rose = e.peak >= e.baseline.median;
-  e.onset_time = e.peak_time;
-  for (size_t i : window) {
-    if (sign * RobustScore(e.baseline, series.values[i]) >= best / 2) {
-      e.onset_time = series.times[i];
-      break;
-    }
-  }
+  // The first point at half the peak: there is one, the peak itself at the latest.
+  const size_t onset = static_cast<size_t>(
+      std::find_if(scores.begin(), scores.end(), [&](double d) { return d >= best / 2; }) -
+      scores.begin());
+  e.onset_time = series.times[window[onset]];
   return e;
 }
 

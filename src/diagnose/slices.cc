@@ -12,7 +12,10 @@ namespace tailguard::diagnose {
 
 void AddSliceRow(SliceTable& table, int64_t timestamp, const std::vector<std::string>& dims,
                  double sum, double count) {
-  if (table.values.size() < table.dimensions.size()) table.values.resize(table.dimensions.size());
+  if (table.values.size() < table.dimensions.size()) {
+    table.values.resize(table.dimensions.size());
+    table.ids.resize(table.dimensions.size());
+  }
   SliceRow row;
   row.timestamp = timestamp;
   row.sum = sum;
@@ -20,12 +23,9 @@ void AddSliceRow(SliceTable& table, int64_t timestamp, const std::vector<std::st
   row.dims.reserve(dims.size());
   for (size_t d = 0; d < dims.size(); ++d) {
     std::vector<std::string>& vs = table.values[d];
-    auto it = std::find(vs.begin(), vs.end(), dims[d]);
-    if (it == vs.end()) {
-      vs.push_back(dims[d]);
-      it = vs.end() - 1;
-    }
-    row.dims.push_back(static_cast<uint32_t>(it - vs.begin()));
+    auto [it, added] = table.ids[d].emplace(dims[d], static_cast<uint32_t>(vs.size()));
+    if (added) vs.push_back(dims[d]);
+    row.dims.push_back(it->second);
   }
   table.data.push_back(std::move(row));
 }

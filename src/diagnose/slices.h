@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 
 namespace tailguard::diagnose {
@@ -36,8 +37,9 @@ struct SliceRow {
 };
 
 struct SliceTable {
-  std::vector<std::string> dimensions;           // column names, in file order
-  std::vector<std::vector<std::string>> values;  // per dimension, id -> text
+  std::vector<std::string> dimensions;                          // column names, in file order
+  std::vector<std::vector<std::string>> values;                 // per dimension, id -> text
+  std::vector<absl::flat_hash_map<std::string, uint32_t>> ids;  // per dimension, text -> id
   std::vector<SliceRow> data;
   size_t rows = 0;  // rows read
 };

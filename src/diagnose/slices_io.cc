@@ -1,23 +1,11 @@
-#include <cmath>
 #include <cstdio>
 
-#include "absl/strings/numbers.h"
 #include "common/strings.h"
 #include "diagnose/csv.h"
 #include "diagnose/slices.h"
 
 namespace tailguard::diagnose {
 namespace {
-
-std::string Quote(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
 
 // Empty when the header is timestamp,<at least one dimension>,sum,count with distinct names.
 std::string HeaderProblem(const std::vector<std::string>& h) {
@@ -55,7 +43,6 @@ absl::StatusOr<SliceTable> ParseSliceTable(std::string_view text, const std::str
     header_problem = HeaderProblem(header);
     if (header_problem.empty()) {
       table.dimensions.assign(header.begin() + 1, header.end() - 2);
-      table.values.resize(table.dimensions.size());
     }
   };
   const bool any = ForEachCsvRow(
@@ -70,18 +57,17 @@ absl::StatusOr<SliceTable> ParseSliceTable(std::string_view text, const std::str
         }
         int64_t t = 0;
         double sum = 0, count = 0;
-        if (!absl::SimpleAtoi(absl::string_view(f[0].data(), f[0].size()), &t)) {
+        if (!ParseIntegerField(f[0], t)) {
           problems.Add(Cat(where, "timestamp: '", f[0], "' is not integer unix seconds"));
           return;
         }
         const std::string& s = f[f.size() - 2];
         const std::string& c = f[f.size() - 1];
-        if (!absl::SimpleAtod(absl::string_view(s.data(), s.size()), &sum) || !std::isfinite(sum)) {
+        if (!ParseFiniteField(s, sum)) {
           problems.Add(Cat(where, "sum: '", s, "' is not a finite number"));
           return;
         }
-        if (!absl::SimpleAtod(absl::string_view(c.data(), c.size()), &count) ||
-            !std::isfinite(count) || count < 0) {
+        if (!ParseFiniteField(c, count) || count < 0) {
           problems.Add(Cat(where, "count: '", c, "' is not a finite number >= 0"));
           return;
         }
@@ -104,7 +90,7 @@ std::string SliceRows(const SliceTable& table, const SliceAttribution& a) {
     const ScoredSlice& s = a.slices[i];
     std::snprintf(nums, sizeof nums, "%.4f,%d,%.4f,%.4f,%.4f", s.score, s.selected ? 1 : 0,
                   s.precision, s.recall, s.explained);
-    out += Cat(i + 1, ",", Quote(SliceName(table, s)), ",", nums, "\n");
+    out += Cat(i + 1, ",", CsvField(SliceName(table, s)), ",", nums, "\n");
   }
   return out;
 }
