@@ -12,7 +12,7 @@ include(CMakePackageConfigHelpers)
 
 set(TAILGUARD_SDK_LIBRARIES
   tailguard_common tailguard_yaml tailguard_metrics tailguard_detect tailguard_alert
-  tailguard_analyze)
+  tailguard_diagnose tailguard_analyze)
 add_library(tailguard_sdk INTERFACE)
 target_link_libraries(tailguard_sdk INTERFACE ${TAILGUARD_SDK_LIBRARIES})
 add_library(tailguard::sdk ALIAS tailguard_sdk)

@@ -282,6 +282,10 @@ struct Detection {
   // The affected model's alert that was already active when the incident began, if any: it
   // cannot fire again, so the incident shows as that alert staying on.
   std::string already;
+  // The live diagnosis of the affected model's alert in the incident's window (its quadrant and
+  // one line), and those of the other models' alerts then (contention, most often).
+  std::string quadrant, diagnosis;
+  std::vector<std::string> others;
 };
 
 int RunDemo(const DemoFlags& flags) {
@@ -417,6 +421,7 @@ int RunDemo(const DemoFlags& flags) {
     options.feature_store = &features;
     options.log = nullptr;  // the demo prints its own timeline
     options.dashboard = server::DashboardAssets();
+    options.host_signals = true;
     return server::Gateway::Create(std::move(options));
   };
   absl::StatusOr<std::unique_ptr<server::Gateway>> gateway = make_gateway(*config);
@@ -566,8 +571,27 @@ int RunDemo(const DemoFlags& flags) {
     }
     for (const server::TimelineEvent& e : g.loop().Events(last_event, 1000)) {
       last_event = e.id;
-      if (e.type != "alert") continue;
       const double at = std::chrono::duration<double>(e.time - wall_start).count();
+      if (e.type == "diagnosis") {
+        if (!flags.quiet) std::printf("[%4.0fs] DIAGNOSIS %s\n", at, e.message.c_str());
+        for (Detection& d : detections) {
+          const double end_s = d.start_s + std::chrono::duration<double>(d.phase->duration).count();
+          if (at < d.start_s || at > end_s + 10) continue;
+          const std::string model(LabelOf(e.series, "model"));
+          const std::string summary =
+              e.message.substr(std::min(e.message.size(), e.message.find(": ") + 2));
+          if (model == d.phase->affects) {
+            if (d.diagnosis.empty()) {
+              d.quadrant = e.kind;
+              d.diagnosis = summary;
+            }
+          } else if (d.others.size() < 3) {
+            d.others.push_back(Cat(model, ": ", summary));
+          }
+        }
+        continue;
+      }
+      if (e.type != "alert") continue;
       if (!flags.quiet) {
         std::printf("[%4.0fs] ALERT %s %s %s: %s\n", at, e.kind.c_str(), e.rule.c_str(),
                     e.severity.c_str(), e.message.c_str());
@@ -669,6 +693,13 @@ int RunDemo(const DemoFlags& flags) {
                   stages.empty() ? "" : "; stages that grew (P99): ", stages.c_str());
       j["stages_that_grew"] = stages;
     }
+    if (!d.diagnosis.empty()) {
+      std::printf("    diagnosis: %s\n", d.diagnosis.c_str());
+      j["quadrant"] = d.quadrant;
+      j["diagnosis"] = d.diagnosis;
+    }
+    for (const std::string& o : d.others) std::printf("    meanwhile %s\n", o.c_str());
+    if (!d.others.empty()) j["other_diagnoses"] = d.others;
     summary["incidents"].push_back(j);
   }
   if (!detections.empty() && detections.front().detected_s) {

@@ -57,6 +57,7 @@ int RunServe(const ServeFlags& flags) {
   options.config = *std::move(config);
   options.rules = std::move(rules);
   options.dashboard = server::DashboardAssets();
+  options.host_signals = true;
   absl::StatusOr<std::unique_ptr<server::Gateway>> gateway =
       server::Gateway::Create(std::move(options));
   if (!gateway.ok()) {

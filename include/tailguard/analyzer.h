@@ -178,6 +178,13 @@ class Actuator {
 class Subscriber {
  public:
   virtual ~Subscriber() = default;
+  // The batch about to be analysed, before any event it causes: what a subscriber that keeps
+  // its own history of the signals (the live diagnosis) records.
+  virtual void OnBatch(const Batch& batch) {}
+  // Before a notification reaches any subscriber, each subscriber may add annotations to each
+  // of its alerts (the live diagnosis adds its one-line finding as "diagnosis"). Keep
+  // `alert.annotations` sorted by name.
+  virtual void Annotate(NotifiedAlert& alert) const {}
   virtual void OnAlertEvent(const AlertEvent& event) {}
   virtual void OnNotification(const Notification& notification) {}
   virtual void OnMuted(const MutedAlert& muted) {}

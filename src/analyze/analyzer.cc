@@ -99,7 +99,11 @@ class Analyzer::Fanout final : public AlertSink {
     }
   }
   void OnNotification(const Notification& n) override {
-    for (Subscriber* s : a_.subscribers_) s->OnNotification(n);
+    Notification annotated = n;
+    for (NotifiedAlert& alert : annotated.alerts) {
+      for (const Subscriber* s : a_.subscribers_) s->Annotate(alert);
+    }
+    for (Subscriber* s : a_.subscribers_) s->OnNotification(annotated);
   }
   void OnMuted(const MutedAlert& m) override {
     for (Subscriber* s : a_.subscribers_) s->OnMuted(m);
@@ -132,6 +136,7 @@ void Analyzer::Analyze(const Batch& batch, std::vector<PointVerdict>* verdicts) 
     verdicts->clear();
     verdicts->reserve(batch.points.size());
   }
+  for (Subscriber* s : subscribers_) s->OnBatch(batch);
   std::string made_key;
   for (const SeriesPoint& p : batch.points) {
     if (p.key.empty()) made_key = metrics::SeriesKey(p.metric, p.labels);

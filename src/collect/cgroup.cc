@@ -142,4 +142,11 @@ absl::StatusOr<HostCpu> ReadHostCpu(const std::string& proc_root) {
   return c;
 }
 
+absl::StatusOr<Pressure> ReadHostPressure(const std::string& proc_root, std::string_view resource) {
+  const std::string path = Cat(proc_root, "/pressure/", resource);
+  std::string text;
+  if (!ReadSmall(path, text)) return absl::NotFoundError(Cat(path, ": cannot be read (no PSI)"));
+  return PressureLine(text, "some");
+}
+
 }  // namespace tailguard

@@ -7,6 +7,7 @@
 
 #include <limits>
 #include <string>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 
@@ -56,6 +57,11 @@ struct HostCpu {
   double steal_seconds = 0;  // taken by the hypervisor: a noisy neighbour on the host
 };
 absl::StatusOr<HostCpu> ReadHostCpu(const std::string& proc_root = "/proc");
+
+// The host's pressure of `resource` ("cpu", "memory", "io") from <proc_root>/pressure/<resource>,
+// the "some" line: what a process outside any limited cgroup feels. NotFound without PSI (a
+// kernel before 4.20 or booted with psi=0).
+absl::StatusOr<Pressure> ReadHostPressure(const std::string& proc_root, std::string_view resource);
 
 }  // namespace tailguard
 

@@ -114,7 +114,7 @@ absl::StatusOr<CaseSet> ParseCaseSet(std::string_view cases_text, const std::str
         DiagnosisCase& c = set.cases[it->second];
         if (t > c.alert_time + points_after) return;  // never looked at
         auto [pos, added] = by_name[it->second].emplace(f[2], c.series.size());
-        if (added) c.series.push_back({f[2], {}, {}});
+        if (added) c.series.push_back({f[2], {}, {}, std::nullopt});
         TimedSeries& s = c.series[pos->second];
         s.times.push_back(t);
         s.values.push_back(v);

@@ -11,7 +11,8 @@ Evidence Score(const TimedSeries& series, double alert_time, const RankOptions& 
   const double sign = higher_is_worse ? 1 : -1;
   Evidence e;
   const double window_start = alert_time - options.guard_s;
-  const double baseline_start = window_start - options.baseline_s;
+  const double baseline_end = window_start - options.baseline_gap_s;
+  const double baseline_start = baseline_end - options.baseline_s;
   const double window_end = alert_time + options.after_s;
   std::vector<double> before;
   std::vector<size_t> window;
@@ -20,7 +21,7 @@ Evidence Score(const TimedSeries& series, double alert_time, const RankOptions& 
     const double t = series.times[i];
     const double v = series.values[i];
     if (std::isnan(v) || std::isnan(t)) continue;
-    if (t >= baseline_start && t < window_start) {
+    if (t >= baseline_start && t < baseline_end) {
       before.push_back(v);
     } else if (t >= window_start && t <= window_end) {
       window.push_back(i);
@@ -71,7 +72,7 @@ Ranking RankCauses(const std::vector<TimedSeries>& series, double alert_time,
                    const RankOptions& options) {
   Ranking r;
   for (const TimedSeries& s : series) {
-    const SignalClass signal = ClassifySignal(s.name);
+    const SignalClass signal = s.signal ? *s.signal : ClassifySignal(s.name);
     Evidence e = Score(s, alert_time, options, signal.higher_is_worse);
     if (e.window_points == 0) continue;
     Candidate c;

@@ -19,6 +19,7 @@
 #ifndef TAILGUARD_DIAGNOSE_RANKER_H_
 #define TAILGUARD_DIAGNOSE_RANKER_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,9 @@ struct TimedSeries {
   std::string name;
   std::vector<double> times;
   std::vector<double> values;
+  // What the signal is, when its source knows (the live diagnosis knows its own series); unset:
+  // ClassifySignal(name).
+  std::optional<SignalClass> signal;
 };
 
 struct RankOptions {
@@ -45,6 +49,10 @@ struct RankOptions {
   // A robust score of 3 (three IQRs, about four standard deviations of a normal series) is
   // where "moved" starts: below it a cause signal does not outrank a symptom.
   double min_score = 3;
+  // A gap between the baseline and the window: the baseline ends this long before the window
+  // starts. 0 offline; the live diagnosis of an alert that stays on looks at its last seconds
+  // against the baseline from before its breach.
+  double baseline_gap_s = 0;
 };
 
 // Why a series is where it is in the ranking.

@@ -617,18 +617,44 @@ void ModelBackend::Impl::RunPass(Model& m, std::vector<Pending> batch,
   }
 }
 
+namespace {
+
+// "graph 3fa2.. -> 9b1c.., parameters 120 k -> 2.1 M", or "same graph and parameters".
+std::string VersionDiff(const Version& from, const Version& to) {
+  const TorchModel& a = *from.torch;
+  const TorchModel& b = *to.torch;
+  std::string out;
+  if (a.fingerprint() != b.fingerprint()) {
+    out = Cat("graph ", a.fingerprint(), " -> ", b.fingerprint());
+  }
+  if (a.parameters() != b.parameters()) {
+    out += Cat(out.empty() ? "" : ", ", "parameters ", a.parameters(), " -> ", b.parameters());
+  }
+  return out.empty() ? "same graph and parameters" : out;
+}
+
+}  // namespace
+
 absl::Status ModelBackend::SetDefaultVersion(std::string_view model, std::string_view version) {
   Impl::Model* m = impl_->Find(model);
   if (m == nullptr) return absl::NotFoundError(Cat("no model \"", model, "\" is loaded"));
+  std::string what;  // the change, when there is one
   {
     std::lock_guard<std::mutex> lock(m->mu);
     if (!m->loaded.contains(std::string(version))) {
       return absl::NotFoundError(
           Cat("model \"", model, "\" has no version \"", version, "\"; load it first"));
     }
+    if (m->default_version != version) {
+      const Version& from = *m->loaded.at(m->default_version);
+      const Version& to = *m->loaded.at(std::string(version));
+      what =
+          Cat("default version ", m->default_version, " -> ", version, ": ", VersionDiff(from, to));
+    }
     m->default_version = std::string(version);
   }
   impl_->Log(Cat("model ", model, ": default version is now ", version));
+  if (!what.empty() && impl_->options.on_change) impl_->options.on_change(model, what);
   return absl::OkStatus();
 }
 
@@ -644,8 +670,17 @@ absl::Status ModelBackend::LoadVersion(std::string_view model, std::string_view 
   v->batch_size = impl_->BatchSizeSeries(model, version);
   impl_->Log(Cat("model ", model, " version ", version, " loaded from ", path,
                  " (graph fingerprint ", v->torch->fingerprint(), ")"));
-  std::lock_guard<std::mutex> lock(m->mu);
-  m->loaded[std::string(version)] = std::move(v);
+  std::string what;
+  {
+    std::lock_guard<std::mutex> lock(m->mu);
+    auto it = m->loaded.find(std::string(version));
+    // Reloading the version that serves changes what serves; another one changes nothing yet.
+    if (it != m->loaded.end() && version == m->default_version) {
+      what = Cat("version ", version, " reloaded: ", VersionDiff(*it->second, *v));
+    }
+    m->loaded[std::string(version)] = std::move(v);
+  }
+  if (!what.empty() && impl_->options.on_change) impl_->options.on_change(model, what);
   return absl::OkStatus();
 }
 

@@ -42,6 +42,11 @@ struct BackendOptions {
   // waiting) and tailguard_model_batch_size{model,version} (rows per forward pass). nullptr for
   // none; must outlive the backend.
   Registry* registry = nullptr;
+  // Called when what serves a model changes (a new default version, a version reloaded), with
+  // the model and one line of what changed ("default version v1 -> v2: graph 3fa2.. -> 9b1c..,
+  // parameters 120 k -> 2.1 M"): the live diagnosis' change events. On the caller's thread,
+  // after the change; must not block. nullptr for none.
+  std::function<void(std::string_view model, std::string_view what)> on_change;
 };
 
 // One measured part of a request.

@@ -73,6 +73,47 @@ json PointJson(const HistoryPoint& p) {
 
 constexpr std::string_view kSilencesPath = "/api/v1/silences";
 
+// One diagnosis of an episode (store::DiagnosisRow), as the diagnosis panel shows it.
+json DiagnosisJson(const store::DiagnosisRow& d) {
+  json changes = json::array();
+  for (const store::ChangeRow& c : d.changes) {
+    changes.push_back({{"time", TimeText(c.time)},
+                       {"quadrant", c.quadrant},
+                       {"subject", c.subject},
+                       {"what", c.what}});
+  }
+  json causes = json::array();
+  for (const store::DiagnosisCauseRow& c : d.causes) {
+    json points = json::array();
+    for (const auto& [t, v] : c.points) points.push_back({Num(t), Num(v)});
+    causes.push_back({{"rank", c.rank},
+                      {"series", c.series},
+                      {"series_id", LiveLoop::SeriesId(c.series)},
+                      {"quadrant", c.quadrant},
+                      {"kind", c.kind},
+                      {"score", Num(c.score)},
+                      {"confidence", Num(c.confidence)},
+                      {"baseline",
+                       {{"median", Num(c.baseline_median)},
+                        {"q1", Num(c.baseline_q1)},
+                        {"q3", Num(c.baseline_q3)}}},
+                      {"peak", Num(c.peak)},
+                      {"onset", TimeText(c.onset)},
+                      {"explained", Num(c.explained)},
+                      {"rationale", c.rationale},
+                      {"points", points}});
+  }
+  return {{"time", TimeText(d.time)},
+          {"quadrant", d.quadrant},
+          {"summary", d.summary},
+          {"contention", d.contention.empty() ? json(nullptr) : json(d.contention)},
+          {"changes", changes},
+          {"causes", causes},
+          {"symptoms", d.symptoms},
+          {"series_considered", d.series_considered},
+          {"seconds", Num(d.seconds)}};
+}
+
 // An alert episode of the store, as the alerts view shows it.
 json EpisodeJson(const store::AlertRow& a) {
   json j{{"id", a.id},
@@ -362,12 +403,17 @@ ApiResponse Api::Handle(const ApiRequest& request) const {
     }
   }
   if (path == "/api/v1/alerts") return Alerts(query);
+  if (path.starts_with("/api/v1/alerts/") && path.ends_with("/diagnosis")) {
+    std::string_view id = path.substr(std::string_view("/api/v1/alerts/").size());
+    return Diagnosis(id.substr(0, id.size() - std::string_view("/diagnosis").size()));
+  }
   if (path == "/api/v1/events") return Events(query);
   if (path == "/api/v1/samples") return Samples(query);
   return Error(404, "not_found",
                Cat("no API endpoint ", path,
                    "; see /api/v1/info, /api/v1/series, /api/v1/series/{id}/history, "
-                   "/api/v1/series/{id}/heatmap, /api/v1/alerts, /api/v1/silences, "
+                   "/api/v1/series/{id}/heatmap, /api/v1/alerts, /api/v1/alerts/{id}/diagnosis, "
+                   "/api/v1/silences, "
                    "/api/v1/events, /api/v1/samples, /api/v1/models, /metrics, /healthz, "
                    "/readyz (docs/gateway.md)"));
 }
@@ -730,6 +776,30 @@ ApiResponse Api::Ack(std::string_view id_text, const ApiRequest& request) const 
   absl::StatusOr<store::AlertDetail> detail = s_.store->GetAlert(*id);
   if (!detail.ok()) return StatusError(detail.status(), "reading the alert");
   return Json({{"alert", EpisodeJson(detail->alert)}});
+}
+
+ApiResponse Api::Diagnosis(std::string_view id_text) const {
+  if (s_.store == nullptr) {
+    return Error(503, "no_store",
+                 "diagnoses are kept with their alerts in the event store: set store.path in "
+                 "the gateway configuration");
+  }
+  const std::optional<int64_t> id = ParseId(id_text);
+  if (!id) {
+    return Error(400, "bad_request",
+                 Cat("\"", id_text, "\" is not an alert id; ids are in GET /api/v1/alerts"));
+  }
+  absl::StatusOr<store::AlertDetail> detail = s_.store->GetAlert(*id);
+  if (!detail.ok()) return StatusError(detail.status(), "reading the alert");
+  absl::StatusOr<std::vector<store::DiagnosisRow>> list = s_.store->ListDiagnoses(*id);
+  if (!list.ok()) return StatusError(list.status(), "reading the diagnoses");
+  json all = json::array();
+  for (const store::DiagnosisRow& d : *list) all.push_back(DiagnosisJson(d));
+  // The latest is what the alert is now; the earlier ones are how it developed (a fire, then
+  // each escalation).
+  return Json({{"alert", EpisodeJson(detail->alert)},
+               {"diagnosis", all.empty() ? json(nullptr) : all.back()},
+               {"diagnoses", all}});
 }
 
 ApiResponse Api::Silences(std::string_view method, std::string_view id_text,

@@ -110,6 +110,7 @@ class Api {
   ApiResponse Info() const;
   ApiResponse Alerts(std::string_view query) const;
   ApiResponse Ack(std::string_view id, const ApiRequest& request) const;
+  ApiResponse Diagnosis(std::string_view id) const;
   ApiResponse Silences(std::string_view method, std::string_view id,
                        const ApiRequest& request) const;
   ApiResponse Events(std::string_view query) const;

@@ -29,6 +29,7 @@ absl::StatusOr<std::unique_ptr<ControlPlane>> ControlPlane::Create(ControlPlaneO
   LiveLoopOptions loop_options;
   loop_options.tick = cfg.tick;
   loop_options.log = options.log;
+  loop_options.host_signals = options.host_signals;
   if (!cfg.store.path.empty()) {
     // One process per store: a second one would deliver every notification twice.
     absl::StatusOr<std::unique_ptr<store::StoreLock>> lock =

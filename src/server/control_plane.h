@@ -60,6 +60,9 @@ struct ControlPlaneOptions {
   // backend, readiness and extra collectors. The control plane fills in the rest (registry,
   // loop, store, journal, delivery, OTLP, token, host names, start time, retention).
   ApiSources api;
+  // Sample the hardware signals (LiveLoopOptions::host_signals). Default off; `serve` and
+  // `demo` turn it on.
+  bool host_signals = false;
 };
 
 class ControlPlane {

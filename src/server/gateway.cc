@@ -1643,6 +1643,15 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Create(GatewayOptions options)
     backend.clock = &g->clock;
     backend.log = g->options.log;
     backend.registry = &g->registry;
+    Impl* changes = g.get();
+    backend.on_change = [changes](std::string_view model, std::string_view what) {
+      // Version switches come through the API, after Create() made the control plane.
+      if (changes->control_plane == nullptr) return;
+      if (analyze::LiveDiagnoser* d = changes->control_plane->loop().diagnoser()) {
+        d->RecordChange({changes->clock.WallNow(), diagnose::Quadrant::kModel, Cat("model=", model),
+                         std::string(what)});
+      }
+    };
     absl::StatusOr<std::unique_ptr<model::ModelBackend>> b =
         model::ModelBackend::Create(cfg.models, backend);
     if (!b.ok()) return absl::InvalidArgumentError(Cat("models: ", b.status().message()));
@@ -1657,6 +1666,7 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Create(GatewayOptions options)
   control.clock = &g->clock;
   control.log = g->options.log;
   control.address = g->bound.ToString();
+  control.host_signals = g->options.host_signals;
   control.api.counters = &g->counters;
   for (const auto& u : g->upstreams) control.api.upstreams.push_back(u.get());
   control.api.backend = g->backend.get();

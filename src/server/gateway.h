@@ -58,6 +58,9 @@ struct GatewayOptions {
   // Filters added to routes' chains, in the order given (each after the route's own). A route
   // name that no route has is refused by Create().
   std::vector<RouteFilter> filters;
+  // Sample the hardware quadrant's signals (collect/host_signals.h) into the registry. Default
+  // off; `serve` and `demo` turn it on.
+  bool host_signals = false;
 };
 
 // Threads: config.threads workers, each running its own event loop with its own upstream

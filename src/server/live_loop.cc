@@ -10,6 +10,7 @@
 #include "alert/notify/journal.h"
 #include "alert/notify/render.h"
 #include "analyze/journal_subscriber.h"
+#include "collect/host_signals.h"
 #include "common/format.h"
 #include "common/series_id.h"
 #include "common/strings.h"
@@ -183,6 +184,22 @@ absl::StatusOr<std::unique_ptr<LiveLoop>> LiveLoop::Create(Registry& registry, A
     loop->analyzer_->Subscribe(loop->journal_subscriber_.get());
   }
   loop->analyzer_->Subscribe(loop.get());
+  if (options.diagnose) {
+    // After the journal and the loop: the fire is in both before its diagnosis.
+    LiveLoop* self = loop.get();
+    loop->diagnoser_ = std::make_unique<analyze::LiveDiagnoser>(
+        options.diagnosis, [self](const analyze::Diagnosis& d) {
+          self->mu_.AssertHeld();  // the analyzer calls it inside Tick()
+          self->OnDiagnosis(d);
+        });
+    loop->analyzer_->Subscribe(loop->diagnoser_.get());
+  }
+  if (options.host_signals) {
+    loop->host_signals_ = std::make_unique<HostSignals>(registry);
+    if (options.log != nullptr) {
+      std::fprintf(options.log, "tailguard: %s\n", loop->host_signals_->Describe().c_str());
+    }
+  }
   AlertEngine& engine = loop->analyzer_->engine();
   if (options.journal != nullptr) {
     absl::StatusOr<std::optional<std::string>> state = options.journal->LoadState();
@@ -244,6 +261,10 @@ void LiveLoop::Tick() {
     for (RouteCounters* rc : counters_->All()) {
       route_of_total_[&rc->metrics->stage(Stage::kTotal)] = rc;
     }
+  }
+  if (host_signals_ != nullptr) {
+    host_signals_->Sample(
+        std::chrono::duration<double>(registry_.Now().time_since_epoch()).count());
   }
   // Windows merge under each series' own lock; the source computes them before we take ours.
   Batch batch;
@@ -503,6 +524,62 @@ void LiveLoop::OnAction(const ActionRecord& a) {
   e.message = Cat("action ", a.action, " (", a.cause.severity, " ", a.cause.rule, " on ",
                   a.cause.series, "): ", a.outcome.detail);
   PushEvent(std::move(e));
+}
+
+void LiveLoop::OnDiagnosis(const analyze::Diagnosis& d) {
+  TimelineEvent e;
+  e.time = d.alert_time;
+  e.type = "diagnosis";
+  e.kind = std::string(diagnose::QuadrantName(d.quadrant));
+  e.rule = d.rule;
+  e.series = d.series;
+  e.message = Cat("diagnosis of ", d.rule, " on ", d.series, ": ", d.summary);
+  if (options_.log != nullptr) std::fprintf(options_.log, "tailguard: %s\n", e.message.c_str());
+  PushEvent(std::move(e));
+  if (options_.journal == nullptr) return;
+  store::DiagnosisRow row;
+  row.time = d.alert_time;
+  row.quadrant = std::string(diagnose::QuadrantName(d.quadrant));
+  row.summary = d.summary;
+  row.contention = d.contention;
+  for (const analyze::ChangeEvent& c : d.changes) {
+    row.changes.push_back(
+        {c.time, std::string(diagnose::QuadrantName(c.quadrant)), c.subject, c.what});
+  }
+  row.symptoms = d.symptoms;
+  row.series_considered = static_cast<int64_t>(d.series_considered);
+  row.seconds = d.seconds;
+  int rank = 0;
+  for (const analyze::DiagnosedCause& c : d.causes) {
+    const diagnose::Candidate& k = c.candidate;
+    store::DiagnosisCauseRow r;
+    r.rank = ++rank;
+    r.series = k.series;
+    r.quadrant = std::string(diagnose::QuadrantName(k.signal.quadrant));
+    r.kind = k.signal.kind == diagnose::SignalKind::kCause ? "cause" : "symptom";
+    r.score = k.evidence.score;
+    r.confidence = k.confidence;
+    r.baseline_median = k.evidence.baseline.median;
+    r.baseline_q1 = k.evidence.baseline.q1;
+    r.baseline_q3 = k.evidence.baseline.q3;
+    r.peak = k.evidence.peak;
+    r.onset = WallTime(
+        std::chrono::duration_cast<Duration>(std::chrono::duration<double>(k.evidence.onset_time)));
+    r.explained = c.explained;
+    r.rationale = k.rationale;
+    r.points = c.points;
+    row.causes.push_back(std::move(r));
+  }
+  options_.journal->OnDiagnosis(d.rule, d.series, std::move(row));
+}
+
+std::optional<analyze::Diagnosis> LiveLoop::LatestDiagnosis(std::string_view rule,
+                                                            std::string_view series) const {
+  MutexLock lock(&mu_);
+  if (diagnoser_ == nullptr) return std::nullopt;
+  const analyze::Diagnosis* d = diagnoser_->Latest(rule, series);
+  if (d == nullptr) return std::nullopt;
+  return *d;
 }
 
 void LiveLoop::Start() {

@@ -18,6 +18,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
+#include "analyze/live_diagnosis.h"
 #include "common/mutex.h"
 #include "metrics/heatmap.h"
 #include "server/stats.h"
@@ -29,6 +30,9 @@
 namespace tailguard::analyze {
 class JournalSubscriber;
 }  // namespace tailguard::analyze
+namespace tailguard {
+class HostSignals;
+}  // namespace tailguard
 namespace tailguard::notify {
 class AlertJournal;
 }  // namespace tailguard::notify
@@ -74,6 +78,15 @@ struct LiveLoopOptions {
   // subscribers and the actuator run on the loop's thread with the loop's lock held: they must
   // not call back into the loop.
   AnalyzerOptions analysis;
+  // Diagnose every alert that fires or escalates (analyze/live_diagnosis.h): the finding goes
+  // to the journal (the event store, beside the episode), the timeline, the log and, as the
+  // "diagnosis" annotation, every notification. Default on.
+  bool diagnose = true;
+  analyze::LiveDiagnosisOptions diagnosis;
+  // Sample the hardware quadrant's signals (collect/host_signals.h) into the registry before
+  // each collection: process and host CPU, cgroup throttling and memory, PSI. Default off: the
+  // gateway and the demo turn it on; tests of the loop keep their registry to themselves.
+  bool host_signals = false;
 };
 
 // Most minutes of per-minute history one History() or Heatmap() call reads (about 69 days).
@@ -167,6 +180,13 @@ class LiveLoop final : private Subscriber {
   // loop's lock held: it must not call back into the loop (Events(), Snapshot(), ...) and must
   // not block. Call before Start(); must outlive the loop.
   void Subscribe(Subscriber* s);
+
+  // The live diagnosis (nullptr with diagnose off). RecordChange() on it is thread-safe: the
+  // backend's version switches and the gateway's reloads call it from their threads.
+  analyze::LiveDiagnoser* diagnoser() { return diagnoser_.get(); }
+  // The latest diagnosis of (rule, series) while it alerts; nullopt when none.
+  std::optional<analyze::Diagnosis> LatestDiagnosis(std::string_view rule,
+                                                    std::string_view series) const;
 
   // Collects the registry and analyses every series at the registry's now. Tests call it
   // directly on a FakeClock; Start() calls it every tick on the real clock.
@@ -285,6 +305,9 @@ class LiveLoop final : private Subscriber {
   std::unique_ptr<RegistrySource> source_;
   absl::flat_hash_map<const Series*, RouteCounters*> route_of_total_;
   std::unique_ptr<analyze::JournalSubscriber> journal_subscriber_;
+  std::unique_ptr<HostSignals> host_signals_;
+  std::unique_ptr<analyze::LiveDiagnoser> diagnoser_;  // its state guarded by mu_
+  void OnDiagnosis(const analyze::Diagnosis& d) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable Mutex mu_;
   std::unique_ptr<Analyzer> analyzer_ ABSL_GUARDED_BY(mu_);

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <utility>
 
 #include "common/strings.h"
@@ -688,6 +690,177 @@ absl::StatusOr<int64_t> EventStore::InsertAnnotation(int64_t id, std::string_vie
   st.Bind(1, id).Bind(2, Ns(now)).Bind(3, kind).Bind(4, text);
   TG_RETURN_IF_ERROR(st.Run());
   return db_.LastInsertRowId();
+}
+
+namespace {
+
+// One field of a line-and-tab encoded list: tabs and newlines become spaces.
+std::string Field(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c == '\t' || c == '\n' || c == '\r') c = ' ';
+  }
+  return out;
+}
+
+std::vector<std::string_view> SplitOn(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  while (!s.empty()) {
+    const size_t at = s.find(sep);
+    out.push_back(s.substr(0, at));
+    if (at == std::string_view::npos) break;
+    s.remove_prefix(at + 1);
+  }
+  return out;
+}
+
+std::string EncodePoints(const std::vector<std::pair<double, double>>& points) {
+  std::string out;
+  char buf[64];
+  for (const auto& [t, v] : points) {
+    std::snprintf(buf, sizeof buf, "%s%.6g:%.9g", out.empty() ? "" : " ", t, v);
+    out += buf;
+  }
+  return out;
+}
+
+std::vector<std::pair<double, double>> DecodePoints(std::string_view text) {
+  std::vector<std::pair<double, double>> out;
+  for (std::string_view p : SplitOn(text, ' ')) {
+    const size_t colon = p.find(':');
+    if (colon == std::string_view::npos) continue;
+    out.emplace_back(std::strtod(std::string(p.substr(0, colon)).c_str(), nullptr),
+                     std::strtod(std::string(p.substr(colon + 1)).c_str(), nullptr));
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> EventStore::RecordDiagnosis(std::string_view rule, std::string_view series,
+                                                    const DiagnosisRow& d) {
+  Lock lock(mu_);
+  TG_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(db_));
+  TG_ASSIGN_OR_RETURN(Statement find, db_.Prepare("SELECT id FROM alerts WHERE rule = ?1 AND "
+                                                  "series = ?2 ORDER BY ended_at IS NULL DESC, "
+                                                  "id DESC LIMIT 1"));
+  find.Bind(1, rule).Bind(2, series);
+  TG_ASSIGN_OR_RETURN(bool found, find.Step());
+  if (!found) return absl::NotFoundError(Cat("no alert of rule ", rule, " on ", series));
+  const int64_t alert_id = find.ColumnInt64(0);
+  std::string changes, symptoms;
+  for (const ChangeRow& c : d.changes) {
+    changes +=
+        Cat(Ns(c.time), "\t", Field(c.quadrant), "\t", Field(c.subject), "\t", Field(c.what), "\n");
+  }
+  for (const std::string& k : d.symptoms) symptoms += Cat(Field(k), "\n");
+  TG_ASSIGN_OR_RETURN(Statement st,
+                      db_.Prepare("INSERT INTO diagnoses (alert_id, time, quadrant, summary, "
+                                  "contention, changes, symptoms, series_considered, seconds) "
+                                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"));
+  st.Bind(1, alert_id)
+      .Bind(2, Ns(d.time))
+      .Bind(3, d.quadrant)
+      .Bind(4, d.summary)
+      .Bind(5, d.contention)
+      .Bind(6, changes)
+      .Bind(7, symptoms)
+      .Bind(8, d.series_considered)
+      .Bind(9, d.seconds);
+  TG_RETURN_IF_ERROR(st.Run());
+  const int64_t id = db_.LastInsertRowId();
+  for (const DiagnosisCauseRow& c : d.causes) {
+    TG_ASSIGN_OR_RETURN(
+        Statement cs,
+        db_.Prepare("INSERT INTO diagnosis_causes (diagnosis_id, rank, series, quadrant, kind, "
+                    "score, confidence, baseline_median, baseline_q1, baseline_q3, peak, onset, "
+                    "explained, rationale, points) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
+                    "?10, ?11, ?12, ?13, ?14, ?15)"));
+    cs.Bind(1, id)
+        .Bind(2, c.rank)
+        .Bind(3, c.series)
+        .Bind(4, c.quadrant)
+        .Bind(5, c.kind)
+        .Bind(6, c.score)
+        .Bind(7, c.confidence)
+        .Bind(8, c.baseline_median)
+        .Bind(9, c.baseline_q1)
+        .Bind(10, c.baseline_q3)
+        .Bind(11, c.peak)
+        .Bind(12, Ns(c.onset))
+        .Bind(13, c.explained)
+        .Bind(14, c.rationale)
+        .Bind(15, EncodePoints(c.points));
+    TG_RETURN_IF_ERROR(cs.Run());
+  }
+  TG_RETURN_IF_ERROR(tx.Commit());
+  return alert_id;
+}
+
+absl::StatusOr<std::vector<DiagnosisRow>> EventStore::ListDiagnoses(int64_t alert_id) {
+  Lock lock(mu_);
+  TG_ASSIGN_OR_RETURN(AlertRow a, ReadAlertRow(alert_id));
+  (void)a;
+  TG_ASSIGN_OR_RETURN(Statement st,
+                      db_.Prepare("SELECT id, time, quadrant, summary, contention, changes, "
+                                  "symptoms, series_considered, seconds FROM diagnoses WHERE "
+                                  "alert_id = ?1 ORDER BY time, id"));
+  st.Bind(1, alert_id);
+  std::vector<DiagnosisRow> out;
+  while (true) {
+    TG_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    DiagnosisRow d;
+    d.id = st.ColumnInt64(0);
+    d.alert_id = alert_id;
+    d.time = FromNs(st.ColumnInt64(1));
+    d.quadrant = st.ColumnText(2);
+    d.summary = st.ColumnText(3);
+    d.contention = st.ColumnText(4);
+    const std::string changes = st.ColumnText(5);
+    for (std::string_view line : SplitOn(changes, '\n')) {
+      std::vector<std::string_view> f = SplitOn(line, '\t');
+      if (f.size() != 4) continue;
+      d.changes.push_back({FromNs(std::strtoll(std::string(f[0]).c_str(), nullptr, 10)),
+                           std::string(f[1]), std::string(f[2]), std::string(f[3])});
+    }
+    const std::string symptoms = st.ColumnText(6);
+    for (std::string_view k : SplitOn(symptoms, '\n')) {
+      if (!k.empty()) d.symptoms.emplace_back(k);
+    }
+    d.series_considered = st.ColumnInt64(7);
+    d.seconds = st.ColumnDouble(8);
+    out.push_back(std::move(d));
+  }
+  for (DiagnosisRow& d : out) {
+    TG_ASSIGN_OR_RETURN(
+        Statement cs,
+        db_.Prepare("SELECT rank, series, quadrant, kind, score, confidence, baseline_median, "
+                    "baseline_q1, baseline_q3, peak, onset, explained, rationale, points FROM "
+                    "diagnosis_causes WHERE diagnosis_id = ?1 ORDER BY rank"));
+    cs.Bind(1, d.id);
+    while (true) {
+      TG_ASSIGN_OR_RETURN(bool row, cs.Step());
+      if (!row) break;
+      DiagnosisCauseRow c;
+      c.rank = static_cast<int>(cs.ColumnInt64(0));
+      c.series = cs.ColumnText(1);
+      c.quadrant = cs.ColumnText(2);
+      c.kind = cs.ColumnText(3);
+      c.score = cs.ColumnDouble(4);
+      c.confidence = cs.ColumnDouble(5);
+      c.baseline_median = cs.ColumnDouble(6);
+      c.baseline_q1 = cs.ColumnDouble(7);
+      c.baseline_q3 = cs.ColumnDouble(8);
+      c.peak = cs.ColumnDouble(9);
+      c.onset = FromNs(cs.ColumnInt64(10));
+      c.explained = cs.ColumnDouble(11);
+      c.rationale = cs.ColumnText(12);
+      c.points = DecodePoints(cs.ColumnText(13));
+      d.causes.push_back(std::move(c));
+    }
+  }
+  return out;
 }
 
 absl::StatusOr<int64_t> EventStore::Annotate(int64_t id, std::string_view kind,

@@ -266,6 +266,46 @@ struct AlertDetail {
 };
 
 // ---------------------------------------------------------------------------------------------
+// Diagnoses.
+
+struct DiagnosisCauseRow {
+  int rank = 0;  // 1 first
+  std::string series;
+  std::string quadrant;  // QuadrantName()
+  std::string kind;      // "cause", "symptom"
+  double score = 0;
+  double confidence = 0;
+  double baseline_median = 0, baseline_q1 = 0, baseline_q3 = 0;
+  double peak = 0;
+  WallTime onset{};
+  double explained = 0;  // NaN: not a stage of the alerted route
+  std::string rationale;
+  std::vector<std::pair<double, double>> points;  // (seconds from the alert, value)
+};
+
+struct ChangeRow {
+  WallTime time{};
+  std::string quadrant;
+  std::string subject;
+  std::string what;
+};
+
+// One diagnosis of one alert episode (analyze::Diagnosis as stored).
+struct DiagnosisRow {
+  int64_t id = 0;
+  int64_t alert_id = 0;
+  WallTime time{};
+  std::string quadrant;
+  std::string summary;
+  std::string contention;
+  std::vector<ChangeRow> changes;
+  std::vector<std::string> symptoms;
+  int64_t series_considered = 0;
+  double seconds = 0;
+  std::vector<DiagnosisCauseRow> causes;  // by rank
+};
+
+// ---------------------------------------------------------------------------------------------
 // Silences.
 
 struct Silence {
@@ -349,6 +389,15 @@ class EventStore {
 
   // Archives every episode that ended before `cutoff`; returns how many.
   absl::StatusOr<int> ArchiveEndedBefore(WallTime cutoff, WallTime now);
+
+  // Attaches a diagnosis to the active episode of (rule, series), or when none is active to
+  // its latest one (an alert that ended in the same tick). Returns the episode's id; NotFound
+  // when (rule, series) never alerted.
+  absl::StatusOr<int64_t> RecordDiagnosis(std::string_view rule, std::string_view series,
+                                          const DiagnosisRow& d);
+  // The diagnoses of an episode, oldest first (one per fire and escalation). NotFound for an
+  // unknown id; empty when it has none.
+  absl::StatusOr<std::vector<DiagnosisRow>> ListDiagnoses(int64_t alert_id);
 
   // Attaches a note to an episode. NotFound for an unknown id; InvalidArgument when `kind` or
   // `text` is empty. Returns the annotation's id.

@@ -206,7 +206,44 @@ ALTER TABLE series ADD COLUMN unit TEXT NOT NULL DEFAULT 'seconds';  -- UnitName
 ALTER TABLE alerts ADD COLUMN unit TEXT NOT NULL DEFAULT 'seconds';  -- the series' unit
 )sql";
 
-constexpr std::array<std::string_view, 5> kMigrations = {kV1, kV2, kV3, kV4, kV5};
+// Version 6: the live diagnosis of each alert (analyze/live_diagnosis.h): the quadrant, the
+// one-line finding, and the ranked causes with their evidence and sparkline.
+constexpr std::string_view kV6 = R"sql(
+CREATE TABLE diagnoses (
+  id                INTEGER PRIMARY KEY,
+  alert_id          INTEGER NOT NULL REFERENCES alerts (id),
+  time              INTEGER NOT NULL,  -- when it was made: the fire or escalate event
+  quadrant          TEXT    NOT NULL,  -- hardware, traffic, dependency, model, unknown
+  summary           TEXT    NOT NULL,  -- the one line notifications carry
+  contention        TEXT    NOT NULL,  -- the other route whose load is the cause; '' for none
+  changes           TEXT    NOT NULL,  -- one per line: time_ns TAB quadrant TAB subject TAB what
+  symptoms          TEXT    NOT NULL,  -- one series key per line
+  series_considered INTEGER NOT NULL,
+  seconds           REAL    NOT NULL   -- how long it took
+);
+CREATE INDEX diagnoses_by_alert ON diagnoses (alert_id, time);
+
+CREATE TABLE diagnosis_causes (
+  diagnosis_id      INTEGER NOT NULL REFERENCES diagnoses (id),
+  rank              INTEGER NOT NULL,  -- 1 first
+  series            TEXT    NOT NULL,
+  quadrant          TEXT    NOT NULL,
+  kind              TEXT    NOT NULL,  -- cause, symptom
+  score             REAL    NOT NULL,  -- robust score: IQRs above the baseline
+  confidence        REAL    NOT NULL,
+  baseline_median   REAL,
+  baseline_q1       REAL,
+  baseline_q3       REAL,
+  peak              REAL,
+  onset             INTEGER,           -- time of the first point at half the peak
+  explained         REAL,              -- share of the alerted latency's rise; NULL: not a stage
+  rationale         TEXT    NOT NULL,
+  points            TEXT    NOT NULL,  -- the sparkline: "seconds_from_alert:value" by spaces
+  PRIMARY KEY (diagnosis_id, rank)
+) WITHOUT ROWID;
+)sql";
+
+constexpr std::array<std::string_view, 6> kMigrations = {kV1, kV2, kV3, kV4, kV5, kV6};
 
 }  // namespace
 

@@ -119,7 +119,7 @@ TEST_F(CasesIoTest, CorruptGzipIsDataLoss) {
 }
 
 TEST_F(CasesIoTest, RankingRowsQuoteAndCarryTheEvidence) {
-  TimedSeries s{"a/cpu", {}, {}};
+  TimedSeries s{"a/cpu", {}, {}, std::nullopt};
   for (int t = 0; t < 1300; ++t) {
     s.times.push_back(t);
     s.values.push_back(t < 1000 ? 10 + (t % 2) : 90);

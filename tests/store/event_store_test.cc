@@ -19,6 +19,8 @@ using store::AlertDetail;
 using store::AlertQuery;
 using store::AlertRow;
 using store::Database;
+using store::DiagnosisCauseRow;
+using store::DiagnosisRow;
 using store::EpisodeState;
 using store::EventStore;
 using store::NotificationRow;
@@ -506,6 +508,77 @@ TEST_F(EventStoreAckTest, Annotations) {
   EXPECT_EQ(d->annotations[0].text, "dependency: redis fail-over");
   EXPECT_EQ(d->annotations[0].time, T0() + seconds(40));
   EXPECT_EQ(d->annotations[1].kind, "note");
+}
+
+TEST_F(EventStoreAckTest, DiagnosesRoundTripWithTheirCausesAndChanges) {
+  std::unique_ptr<EventStore> s = OpenStore();
+  EXPECT_EQ(s->RecordDiagnosis(kRule, SeriesKey(), {}).status().code(),
+            absl::StatusCode::kNotFound);  // never alerted
+  ASSERT_OK(s->RecordEvent(Event(AlertEventKind::kPreAlert, T0(), -1, 0)));
+  ASSERT_OK(s->RecordEvent(Event(AlertEventKind::kFire, T0() + seconds(5), 0, 0)));
+  const int64_t id = Only(*s).id;
+  DiagnosisRow d;
+  d.time = T0() + seconds(5);
+  d.quadrant = "dependency";
+  d.summary = "dependency: feature rose from 0.005 to 0.12";
+  d.changes = {{T0(), "model", "model=rank", "default version v1 -> v2:\tgraph a -> b"}};
+  d.symptoms = {"tailguard_request_duration_seconds{route=\"rank\",stage=\"total\"}"};
+  d.series_considered = 12;
+  d.seconds = 0.004;
+  DiagnosisCauseRow c;
+  c.rank = 1;
+  c.series = "feature";
+  c.quadrant = "dependency";
+  c.kind = "cause";
+  c.score = 41.5;
+  c.confidence = 0.9;
+  c.baseline_median = 0.005;
+  c.baseline_q1 = 0.004;
+  c.baseline_q3 = 0.006;
+  c.peak = 0.12;
+  c.onset = T0() + seconds(1);
+  c.explained = 0.95;
+  c.rationale = "feature rose";
+  c.points = {{-10, 0.005}, {-5, 0.004}, {0, 0.12}};
+  d.causes.push_back(c);
+  c.rank = 2;
+  c.series = "infer";
+  c.explained = std::nan("");
+  c.points.clear();
+  d.causes.push_back(c);
+  absl::StatusOr<int64_t> got = s->RecordDiagnosis(kRule, SeriesKey(), d);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, id);
+  // After the episode ended, the next diagnosis still goes to it (the latest of the pair).
+  ASSERT_OK(s->RecordEvent(Event(AlertEventKind::kResolve, T0() + minutes(1), 0, -1)));
+  d.time = T0() + minutes(1);
+  d.summary = "later";
+  d.causes.clear();
+  ASSERT_TRUE(s->RecordDiagnosis(kRule, SeriesKey(), d).ok());
+
+  absl::StatusOr<std::vector<DiagnosisRow>> list = s->ListDiagnoses(id);
+  ASSERT_TRUE(list.ok()) << list.status();
+  ASSERT_EQ(list->size(), 2u);
+  const DiagnosisRow& first = (*list)[0];
+  EXPECT_EQ(first.alert_id, id);
+  EXPECT_EQ(first.summary, "dependency: feature rose from 0.005 to 0.12");
+  ASSERT_EQ(first.changes.size(), 1u);
+  EXPECT_EQ(first.changes[0].time, T0());
+  EXPECT_EQ(first.changes[0].what, "default version v1 -> v2: graph a -> b");  // tab: a space
+  EXPECT_EQ(first.symptoms, d.symptoms);
+  EXPECT_EQ(first.series_considered, 12);
+  ASSERT_EQ(first.causes.size(), 2u);
+  EXPECT_EQ(first.causes[0].series, "feature");
+  EXPECT_DOUBLE_EQ(first.causes[0].peak, 0.12);
+  EXPECT_DOUBLE_EQ(first.causes[0].explained, 0.95);
+  EXPECT_EQ(first.causes[0].onset, T0() + seconds(1));
+  ASSERT_EQ(first.causes[0].points.size(), 3u);
+  EXPECT_DOUBLE_EQ(first.causes[0].points[2].second, 0.12);
+  EXPECT_TRUE(std::isnan(first.causes[1].explained));
+  EXPECT_TRUE(first.causes[1].points.empty());
+  EXPECT_EQ((*list)[1].summary, "later");
+  EXPECT_TRUE((*list)[1].causes.empty());
+  EXPECT_EQ(s->ListDiagnoses(id + 1).status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(EventStoreAckTest, GetAlertOfUnknownIdIsNotFound) {

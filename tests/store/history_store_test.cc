@@ -204,7 +204,7 @@ TEST_F(HistoryStoreTest, ReopenKeepsHistoryAndSharesTheFileWithTheEventStore) {
 }
 
 TEST_F(HistoryStoreTest, MigratesAVersionTwoStore) {
-  ASSERT_EQ(store::SchemaVersion(), 5);
+  ASSERT_EQ(store::SchemaVersion(), 6);
   {
     // A file as tailguard with schema version 2 left it, with an alert in it.
     absl::StatusOr<store::Database> db = store::Database::Open(Path());

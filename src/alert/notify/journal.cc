@@ -88,6 +88,10 @@ void AlertJournal::OnAction(std::string_view action, const AlertEvent& cause,
 
 void AlertJournal::OnMuted(const MutedAlert& muted) { Push({muted}); }
 
+void AlertJournal::OnDiagnosis(std::string rule, std::string series, store::DiagnosisRow d) {
+  Push({Record::Diagnosis{std::move(rule), std::move(series), std::move(d)}});
+}
+
 void AlertJournal::OnNotification(const Notification& n) {
   store::OutboxItem item;
   item.idempotency_key = n.idempotency_key;
@@ -128,7 +132,7 @@ void AlertJournal::OnNotification(const Notification& n) {
 void AlertJournal::EndTick(const AlertEngine& engine) { Commit(engine.SaveState()); }
 
 void AlertJournal::Commit(const std::string& state) {
-  uint64_t events = 0, notifications = 0, duplicates = 0, muted = 0, actions = 0;
+  uint64_t events = 0, notifications = 0, duplicates = 0, muted = 0, actions = 0, diagnoses = 0;
   bool wake = false;
   absl::Status written = store_.RunInTransaction([&]() -> absl::Status {
     for (const Record& r : pending_) {
@@ -153,6 +157,17 @@ void AlertJournal::Commit(const std::string& state) {
       } else if (const auto* a = std::get_if<Record::Action>(&r.what)) {
         s = store_.RecordAction(a->cause.time, a->action, StoreRow(a->cause), a->decision);
         ++actions;
+      } else if (const auto* d = std::get_if<Record::Diagnosis>(&r.what)) {
+        // An alert the store never had (it cannot be: its fire comes first) is no reason to
+        // hold back the tick: that diagnosis is dropped, and counted.
+        absl::StatusOr<int64_t> id = store_.RecordDiagnosis(d->rule, d->series, d->row);
+        if (id.ok()) {
+          ++diagnoses;
+        } else if (absl::IsNotFound(id.status())) {
+          stats_.dropped.fetch_add(1, std::memory_order_relaxed);
+        } else {
+          s = id.status();
+        }
       }
       if (!s.ok()) return s;
     }
@@ -174,6 +189,7 @@ void AlertJournal::Commit(const std::string& state) {
   stats_.duplicates.fetch_add(duplicates, std::memory_order_relaxed);
   stats_.muted.fetch_add(muted, std::memory_order_relaxed);
   stats_.actions.fetch_add(actions, std::memory_order_relaxed);
+  stats_.diagnoses.fetch_add(diagnoses, std::memory_order_relaxed);
   if (wake && options_.on_enqueued) options_.on_enqueued();
 
   if (options_.archive_after > Duration::zero() &&

@@ -51,6 +51,7 @@ struct JournalStats {
   std::atomic<uint64_t> duplicates{0};     // notifications whose key was already stored
   std::atomic<uint64_t> muted{0};
   std::atomic<uint64_t> actions{0};
+  std::atomic<uint64_t> diagnoses{0};
   std::atomic<uint64_t> render_errors{0};  // stored as failed, with the error
   std::atomic<uint64_t> store_errors{0};   // ticks whose commit failed (retried next tick)
   std::atomic<uint64_t> dropped{0};        // records dropped beyond max_pending
@@ -103,6 +104,10 @@ class AlertJournal final : public AlertSink, public AlertMuter {
   // for the event store (e.g. "applied: breaker opened on route=rank").
   void OnAction(std::string_view action, const AlertEvent& cause, std::string decision);
 
+  // A diagnosis of the alert of (rule, series), written after the tick's events (so after the
+  // fire that made the episode).
+  void OnDiagnosis(std::string rule, std::string series, store::DiagnosisRow diagnosis);
+
   // AlertMuter
   bool Silenced(LabelSpan labels, WallTime t) const override;
 
@@ -122,7 +127,12 @@ class AlertJournal final : public AlertSink, public AlertMuter {
       Notification notification;
       store::OutboxItem item;
     };
-    std::variant<AlertEvent, Enqueue, MutedAlert, Action> what;
+    struct Diagnosis {
+      std::string rule;
+      std::string series;
+      store::DiagnosisRow row;
+    };
+    std::variant<AlertEvent, Enqueue, MutedAlert, Action, Diagnosis> what;
   };
   AlertJournal(const AlertConfig& config, store::EventStore& store, JournalOptions options);
   void Push(Record r);
