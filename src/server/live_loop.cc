@@ -534,8 +534,7 @@ void LiveLoop::OnDiagnosis(const analyze::Diagnosis& d) {
   e.rule = d.rule;
   e.series = d.series;
   e.message = Cat("diagnosis of ", d.rule, " on ", d.series, ": ", d.summary);
-  if (options_.log != nullptr) std::fprintf(options_.log, "tailguard: %s\n", e.message.c_str());
-  PushEvent(std::move(e));
+  PushEvent(std::move(e));  // logs it too
   if (options_.journal == nullptr) return;
   store::DiagnosisRow row;
   row.time = d.alert_time;

@@ -190,6 +190,82 @@ rules:
   EXPECT_LT(age, 3600 + 120);
 }
 
+// The live diagnosis end to end: a feature fetch that slows down makes the route's total alert;
+// the diagnosis names the stage, is stored with the episode, answers the API, and rides in the
+// webhook's message as the "diagnosis" annotation.
+TEST_F(ControlPlaneTest, EveryAlertIsDiagnosedStoredAndSent) {
+  absl::StatusOr<AlertConfig> rules = ParseAlertConfig(R"(
+route:
+  receiver: hook
+  group_wait: 0s
+receivers:
+  - name: hook
+    webhook: {url: "http://127.0.0.1:9/hook"}
+rules:
+  - name: p99_over_100ms
+    select: '{stage="total"}'
+    stat: p99
+    tiers:
+      - above: 100ms
+        severity: critical
+)");
+  ASSERT_TRUE(rules.ok()) << rules.status();
+  Create(/*with_store=*/true, *rules);
+  const Labels route = {{"model", "risk"}, {"version", "1"}, {"route", "fraud"}};
+  auto stage = [&](const char* name) {
+    Labels l = route;
+    l.emplace_back("stage", name);
+    return *registry_.GetOrCreate(kRequestDurationMetric, l);
+  };
+  Series* total = stage("total");
+  Series* feature = stage("feature_fetch");
+  Series* inference = stage("inference");
+  auto run = [&](int ticks, int feature_ms) {
+    for (int t = 0; t < ticks; ++t) {
+      for (int i = 0; i < 20; ++i) {
+        const int f = feature_ms + i % 3;  // a little spread, as real timings have
+        feature->Record(static_cast<uint64_t>(f) * 1'000'000);
+        inference->Record(static_cast<uint64_t>(10 + i % 2) * 1'000'000);
+        total->Record(static_cast<uint64_t>(f + 12) * 1'000'000);
+      }
+      clock_.Advance(seconds(1));
+      plane_->loop().Tick();
+    }
+  };
+  run(120, 5);
+  run(60, 150);  // the default debounce fires after 30 s
+  const json alerts = json::parse(Get("/api/v1/alerts").body)["episodes"];
+  ASSERT_EQ(alerts.size(), 1u) << alerts.dump();
+  const int64_t id = alerts[0]["id"];
+  ApiResponse r = Get(Cat("/api/v1/alerts/", id, "/diagnosis"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json d = json::parse(r.body)["diagnosis"];
+  ASSERT_TRUE(d.is_object()) << r.body;
+  EXPECT_EQ(d["quadrant"], "dependency");
+  EXPECT_THAT(d["summary"].get<std::string>(), HasSubstr("stage=\"feature_fetch\""));
+  ASSERT_FALSE(d["causes"].empty());
+  const json& top = d["causes"][0];
+  EXPECT_EQ(top["rank"], 1);
+  EXPECT_EQ(top["kind"], "cause");
+  EXPECT_GT(top["explained"].get<double>(), 0.8);
+  EXPECT_FALSE(top["points"].empty());
+  EXPECT_LT(d["seconds"].get<double>(), 2.0);
+  // In the timeline, and in the webhook's body.
+  bool in_timeline = false;
+  const json events = json::parse(Get("/api/v1/events?limit=10000").body)["events"];
+  for (const json& e : events) {
+    in_timeline |= e["type"] == "diagnosis" && e["kind"] == "dependency";
+  }
+  EXPECT_TRUE(in_timeline) << events.dump();
+  absl::StatusOr<std::vector<store::OutboxItem>> outbox = plane_->store()->ListOutbox({});
+  ASSERT_TRUE(outbox.ok()) << outbox.status();
+  ASSERT_FALSE(outbox->empty());
+  EXPECT_THAT(outbox->front().body, HasSubstr("\"diagnosis\":\"dependency: "));
+  // Errors: not an id, an unknown one.
+  EXPECT_EQ(Get("/api/v1/alerts/x/diagnosis").status, 400);
+  EXPECT_EQ(Get(Cat("/api/v1/alerts/", id + 100, "/diagnosis")).status, 404);
+}
+
 TEST_F(ControlPlaneTest, ARegistryIsNeeded) {
   ControlPlaneOptions options;
   options.log = nullptr;
