@@ -18,6 +18,24 @@ HostSignals::HostSignals(Registry& registry, HostSignalsOptions options)
     cgroup_why_ = dir.ok() ? Cat(*dir, ": not readable") : std::string(dir.status().message());
   }
   host_psi_ = ReadHostPressure(options_.proc_root, "cpu").ok();
+  if (options_.nvml_library.empty()) {
+    nvml_why_ = "no GPU signals: not asked for";
+  } else if (absl::StatusOr<std::unique_ptr<Nvml>> n = Nvml::Open(options_.nvml_library); n.ok()) {
+    nvml_ = *std::move(n);
+    gpus_.resize(nvml_->device_count());
+  } else {
+    nvml_why_ = std::string(n.status().message());
+  }
+}
+
+void HostSignals::SetGpu(Series*& gauge, const char* name, unsigned index, Unit unit,
+                         double value) {
+  if (gauge == nullptr) {
+    absl::StatusOr<Series*> s = registry_.Gauge(name, {{"gpu", std::to_string(index)}}, unit);
+    if (!s.ok()) return;
+    gauge = *s;
+  }
+  gauge->Set(static_cast<int64_t>(std::llround(std::max(0.0, value))));
 }
 
 void HostSignals::Set(Series*& gauge, const char* name, Unit unit, double value) {
@@ -79,6 +97,22 @@ void HostSignals::Sample(double now_s) {
   Set(cpu_pressure_, "tailguard_cpu_pressure_some_permille", Unit::kCount, cpu_pressure.avg10 * 10);
   Set(memory_pressure_, "tailguard_memory_pressure_some_permille", Unit::kCount,
       memory_pressure.avg10 * 10);
+  if (nvml_ != nullptr) {
+    for (const GpuStats& g : nvml_->Read()) {
+      if (g.index >= gpus_.size()) continue;
+      GpuGauges& x = gpus_[g.index];
+      SetGpu(x.utilization, "tailguard_gpu_utilization_pct", g.index, Unit::kCount,
+             g.utilization_pct);
+      SetGpu(x.bandwidth, "tailguard_gpu_memory_bandwidth_utilization_pct", g.index, Unit::kCount,
+             g.memory_utilization_pct);
+      SetGpu(x.memory, "tailguard_gpu_memory_used_bytes", g.index, Unit::kBytes,
+             g.memory_used_bytes);
+      if (g.compute_processes >= 0) {
+        SetGpu(x.processes, "tailguard_gpu_compute_processes", g.index, Unit::kCount,
+               g.compute_processes);
+      }
+    }
+  }
   last_s_ = now_s;
 }
 
@@ -87,6 +121,8 @@ std::string HostSignals::Describe() const {
   out +=
       cgroup_dir_ ? Cat("; cgroup v2 ", *cgroup_dir_) : Cat("; no cgroup v2 (", cgroup_why_, ")");
   out += host_psi_ ? "; pressure (PSI)" : "; no pressure (PSI) on this kernel";
+  out += nvml_ != nullptr ? Cat("; ", nvml_->device_count(), " GPU(s) through NVML")
+                          : Cat("; ", nvml_why_);
   return out;
 }
 

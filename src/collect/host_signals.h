@@ -16,14 +16,22 @@
 //   tailguard_cgroup_oom_kills                memory.events oom_kill, cumulative
 //   tailguard_cpu_pressure_some_permille      PSI "some" avg10: tasks waiting for a CPU
 //   tailguard_memory_pressure_some_permille   PSI "some" avg10: tasks stalled on memory
+// and per GPU (label gpu="0", ...; through NVML, collect/nvml.h, when the driver is there):
+//   tailguard_gpu_utilization_pct              SM busy
+//   tailguard_gpu_memory_bandwidth_utilization_pct
+//   tailguard_gpu_memory_used_bytes
+//   tailguard_gpu_compute_processes            processes with compute work on it
 #ifndef TAILGUARD_COLLECT_HOST_SIGNALS_H_
 #define TAILGUARD_COLLECT_HOST_SIGNALS_H_
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "collect/cgroup.h"
+#include "collect/nvml.h"
 #include "tailguard/registry.h"
 
 namespace tailguard {
@@ -35,6 +43,8 @@ struct HostSignalsOptions {
   // Called (on the sampling thread) when the cgroup's OOM-kill count rises: a managed process
   // was killed for memory. Its argument is the number of new kills.
   std::function<void(double)> on_oom_kill;
+  // NVML's library; "" reads no GPU.
+  std::string nvml_library = "libnvidia-ml.so.1";
 };
 
 // Not thread-safe: one thread calls Sample() (the live loop, before each collection).
@@ -72,6 +82,13 @@ class HostSignals {
   Series* oom_kills_ = nullptr;
   Series* cpu_pressure_ = nullptr;
   Series* memory_pressure_ = nullptr;
+  std::unique_ptr<Nvml> nvml_;
+  std::string nvml_why_;
+  struct GpuGauges {
+    Series *utilization = nullptr, *bandwidth = nullptr, *memory = nullptr, *processes = nullptr;
+  };
+  std::vector<GpuGauges> gpus_;
+  void SetGpu(Series*& gauge, const char* name, unsigned index, Unit unit, double value);
 };
 
 }  // namespace tailguard

@@ -126,6 +126,32 @@ TEST_F(HostSignalsTest, NoCgroupV2UsesTheHostsPressureOrSaysThereIsNone) {
   EXPECT_EQ(Level(registry, "tailguard_memory_pressure_some_permille"), 3);
 }
 
+TEST_F(HostSignalsTest, GpusThroughNvmlOrSaysThereAreNone) {
+  Process(1, 1);
+  Host(10, 10, 0);
+  Registry registry;
+  HostSignals h(registry, {.proc_root = Path("proc"),
+                           .cgroup_root = Path("cg"),
+                           .pid = "4242",
+                           .on_oom_kill = nullptr,
+                           .nvml_library = TAILGUARD_FAKE_NVML});
+  EXPECT_THAT(h.Describe(), HasSubstr("2 GPU(s) through NVML"));
+  h.Sample(1);
+  Series* util = registry.Find("tailguard_gpu_utilization_pct", {{"gpu", "0"}});
+  ASSERT_NE(util, nullptr);
+  EXPECT_EQ(util->level(), 87);
+  EXPECT_EQ(registry.Find("tailguard_gpu_memory_used_bytes", {{"gpu", "0"}})->level(),
+            int64_t{20} << 30);
+  EXPECT_EQ(registry.Find("tailguard_gpu_compute_processes", {{"gpu", "0"}})->level(), 3);
+  EXPECT_EQ(registry.Find("tailguard_gpu_utilization_pct", {{"gpu", "1"}}), nullptr);
+  HostSignals none(registry, {.proc_root = Path("proc"),
+                              .cgroup_root = Path("cg"),
+                              .pid = "4242",
+                              .on_oom_kill = nullptr,
+                              .nvml_library = "/nonexistent/libnvidia-ml.so.1"});
+  EXPECT_THAT(none.Describe(), HasSubstr("no GPU signals"));
+}
+
 TEST_F(HostSignalsTest, ThisMachineNeverFails) {
   Registry registry;
   HostSignals h(registry);
