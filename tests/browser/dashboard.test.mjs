@@ -325,6 +325,46 @@ test('alerts view: silence with matchers from the alert, then expire it', async 
   });
 });
 
+test('diagnosis view: from the alert, the feature stage (a dependency) ranked first with its sparkline', async () => {
+  const episode = await eventually('the fraud_slow episode in the store', firingEpisode);
+  const api = await eventually('the episode\'s diagnosis', async () => (await apiGet(`/api/v1/alerts/${episode.id}/diagnosis`)).diagnosis);
+  await withPage('diagnosis', async (page) => {
+    await page.goto(`${pageUrl}/?view=alerts`);
+    const link = `#episodes tr[data-episode="${episode.id}"] a.diagnosis`;
+    await page.waitForSelector(link);
+    await page.click(link);
+    await page.waitForSelector('#diag-text');
+    assert.match(page.url(), new RegExp(`view=diagnosis.*alert=${episode.id}|alert=${episode.id}.*view=diagnosis`));
+    const text = (await page.textContent('#diag-text')).trim();
+    assert.equal(text, api.summary, 'the page shows the stored finding');
+    assert.equal(await page.getAttribute('#diag-summary .quadrant', 'data-quadrant'), api.quadrant);
+    // The injected spike made the feature stage 70 ms: it is the cause, in the dependency quadrant.
+    await page.waitForSelector('#diag-causes tr[data-rank="1"]');
+    const top = await page.$eval('#diag-causes tr[data-rank="1"]', (tr) => ({ ...tr.dataset }));
+    assert.equal(top.quadrant, 'dependency', `top cause ${top.series}`);
+    assert.match(top.series, /stage="feature_fetch"/, `top cause ${top.series}`);
+    assert.equal(api.quadrant, 'dependency', `diagnosis ${api.summary}`);
+    // Its sparkline is drawn (a canvas) from the stored points, against the baseline band.
+    await page.waitForSelector('#diag-causes tr[data-rank="1"] .spark canvas');
+    const points = Number(await page.getAttribute('#diag-causes tr[data-rank="1"] .spark', 'data-points'));
+    // (5 s buckets, the worst of each: this test's ~20 s of history before the alert makes 3-6.)
+    assert.ok(points >= 3, `sparkline points ${points}`);
+    assert.equal(points, api.causes[0].points.length, 'one sparkline point per stored point');
+    // Values read in their signal's unit: latencies in ms or s, the rest (rates, millicores) bare.
+    const peaks = await page.$$eval('#diag-causes tr[data-rank]', (rows) => rows.map((tr) => [tr.dataset.series, tr.querySelector('td.strong').textContent]));
+    for (const [series, peak] of peaks) {
+      const latency = /^[a-z_]+_seconds\{/.test(series);
+      assert.equal(/\d\s*m?s$/.test(peak), latency, `${series} peak reads ${peak}`);
+    }
+    // The symptoms panel and the changes panel render (empty states say so), and nothing in the
+    // page is an error.
+    await page.waitForSelector('#diag-symptoms :is(ul, .empty)');
+    await page.waitForSelector('#diag-changes :is(ul, .empty)');
+    assert.equal(await page.$$eval('.view-diagnosis .error-box', (e) => e.length), 0, 'no error state');
+    await shot(page, 'diagnosis');
+  });
+});
+
 test('API errors are shown in the page', async () => {
   await withPage('api-error', async (page) => {
     await page.goto(`${pageUrl}/?view=series&id=0000000000000000`);

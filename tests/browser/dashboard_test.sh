@@ -3,7 +3,8 @@
 # that fire within seconds) with recorded history imported, steady traffic and then an injected
 # latency spike; then tests/browser/dashboard.test.mjs drives Debian's chromium through
 # playwright-core: every view renders, the heatmap has cells, the spike is on the timeline,
-# acknowledging without the token is refused and with it works, a silence is created and expired.
+# acknowledging without the token is refused and with it works, a silence is created and expired,
+# the alert's diagnosis names the feature stage (a dependency) with a sparkline against its baseline.
 # Screenshots of every view go to $TG_BROWSER_ARTIFACTS (default: build/<preset>/browser-artifacts,
 # next to the tailguard binary's build tree).
 # Usage: dashboard_test.sh TAILGUARD TG_TEST_UPSTREAM
@@ -110,9 +111,9 @@ echo "tailguard at $gw, upstream at $up"
 # Steady traffic: the fraud route at about 8 ms, a KServe model at about 20 ms, with stage
 # timings from the upstream's Server-Timing header. Open loop (tailguard loadgen).
 body='{"inputs":[{"name":"x","shape":[1,4],"datatype":"FP32","data":[1,2,3,4]}]}'
-load() { # URL RATE DELAY_MS LOG
+load() { # URL RATE DELAY_MS LOG [FEATURE_MS]
   "$tailguard" loadgen "$1" --rate "$2" --duration 10m --distribution poisson -q \
-    -H "X-Test-Delay-Ms:$3" -H 'X-Test-Server-Timing:feature;dur=1.5, infer;dur=3' \
+    -H "X-Test-Delay-Ms:$3" -H "X-Test-Server-Timing:feature;dur=${5:-1.5}, infer;dur=3" \
     -H 'Content-Type:application/json' --body "$body" >"$dir/$4" 2>&1 &
 }
 load "http://$gw/fraud/score" 40 8 load-fraud.log
@@ -137,10 +138,11 @@ sleep_until_requests() { # N: until the fraud total has counted N requests since
 }
 sleep_until_requests 600
 
-# The spike: the fraud upstream becomes 10x slower.
+# The spike: the fraud upstream becomes 10x slower, and its feature stage (a dependency) is what
+# took the time, so the diagnosis view has a cause to show.
 spike_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 kill "$fraud_load" 2>/dev/null || true
-load "http://$gw/fraud/score" 40 80 load-spike.log
+load "http://$gw/fraud/score" 40 80 load-spike.log 70
 pids="$pids $!"
 echo "spike injected at $spike_at"
 

@@ -249,6 +249,13 @@ rules:
   EXPECT_EQ(top["kind"], "cause");
   EXPECT_GT(top["explained"].get<double>(), 0.8);
   EXPECT_FALSE(top["points"].empty());
+  EXPECT_EQ(top["unit"], "seconds");  // how the dashboard formats its values
+  for (const json& c : d["causes"]) {
+    const std::string key = c["series"];
+    if (key.starts_with("tailguard_request_rate")) {
+      EXPECT_EQ(c["unit"], "count") << key;
+    }
+  }
   EXPECT_LT(d["seconds"].get<double>(), 2.0);
   // In the timeline, and in the webhook's body.
   bool in_timeline = false;

@@ -9,9 +9,10 @@ import { disposeCharts } from './charts.js';
 import { overviewView } from './views/overview.js';
 import { seriesView } from './views/series.js';
 import { alertsView } from './views/alerts.js';
+import { diagnosisView } from './views/diagnosis.js';
 import { askToken } from './dialogs.js';
 
-const views = { overview: overviewView, series: seriesView, alerts: alertsView };
+const views = { overview: overviewView, series: seriesView, alerts: alertsView, diagnosis: diagnosisView };
 
 const app = {
   state: readState(),

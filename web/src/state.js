@@ -1,5 +1,6 @@
 // The page's state lives in the query string, so every view can be shared as a URL:
-//   /?view=overview|series|alerts&id=<series id>&range=15m|1h|6h|24h|7d&from=&to=
+//   /?view=overview|series|alerts|diagnosis&id=<series id>&alert=<alert id>&range=15m|1h|6h|24h|7d
+//     &from=&to=
 // from/to (RFC 3339 or Unix seconds) fix the window; without them the window ends now and the
 // page updates live.
 
@@ -12,7 +13,7 @@ export const RANGES = {
   '24h': { seconds: 86400, step: '5m', heatStep: '10m', poll: 2000 },
   '7d': { seconds: 604800, step: '30m', heatStep: '1h', poll: 2000 },
 };
-export const VIEWS = ['overview', 'series', 'alerts'];
+export const VIEWS = ['overview', 'series', 'alerts', 'diagnosis'];
 export const DEFAULT_RANGE = '1h';
 
 export function readState(search = location.search) {
@@ -22,6 +23,7 @@ export function readState(search = location.search) {
   return {
     view,
     id: q.get('id') || '',
+    alert: q.get('alert') || '',
     range,
     from: q.get('from') || '',
     to: q.get('to') || '',
@@ -32,6 +34,7 @@ export function stateUrl(state) {
   const q = new URLSearchParams();
   q.set('view', state.view);
   if (state.id && state.view === 'series') q.set('id', state.id);
+  if (state.alert && state.view === 'diagnosis') q.set('alert', state.alert);
   if (state.range && state.range !== DEFAULT_RANGE) q.set('range', state.range);
   if (state.from) q.set('from', state.from);
   if (state.to) q.set('to', state.to);

@@ -4,6 +4,7 @@ import { get, send } from '../api.js';
 import { statValue, selector, parseKey } from '../format.js';
 import { stateBadge, seriesLabel, seriesLink, panel, emptyState, timeEl, changed } from './common.js';
 import { formDialog } from '../dialogs.js';
+import { stateUrl } from '../state.js';
 
 const NAME_KEY = 'tailguard.ackName';
 
@@ -156,6 +157,10 @@ export function alertsView({ app }) {
               ep.ack_comment ? h('span', { class: 'muted comment' }, ` “${ep.ack_comment}”`) : null)
             : h('span', { class: 'muted' }, '–')),
           h('td', { class: 'actions' },
+            h('a', {
+              class: 'button small secondary diagnosis', href: stateUrl({ ...app.state, view: 'diagnosis', alert: String(ep.id) }),
+              'data-nav': '', 'aria-label': `Diagnosis of alert ${ep.id}`,
+            }, 'Diagnosis'),
             ep.acked_by ? null : h('button', { type: 'button', class: 'small ack', onclick: () => ackDialog(ep), 'aria-label': `Acknowledge alert ${ep.id}` }, 'Ack'),
             h('button', { type: 'button', class: 'small secondary silence', onclick: () => silenceDialog(ep), 'aria-label': `Silence alert ${ep.id}` }, 'Silence')));
       }))));
