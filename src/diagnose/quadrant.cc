@@ -76,4 +76,11 @@ SignalClass ClassifySignal(std::string_view series) {
   return c;
 }
 
+const char* UnitNameOf(std::string_view series) {
+  const std::string_view metric = series.substr(0, series.find('{'));
+  if (metric.ends_with("_seconds")) return "seconds";
+  if (metric.ends_with("_bytes")) return "bytes";
+  return "count";
+}
+
 }  // namespace tailguard::diagnose

@@ -46,6 +46,11 @@ SignalClass ClassifySignal(std::string_view series);
 // a metric family with labels, name{label="..."}).
 std::string_view EntityOf(std::string_view series);
 
+// How a signal's values read, from its metric family's Prometheus unit suffix: "seconds"
+// (name_seconds), "bytes" (name_bytes), else "count" (rates, millicores, ratios, sizes as counts).
+// The diagnosis keeps every value as its metric gives it, so this is its unit too.
+const char* UnitNameOf(std::string_view series);
+
 }  // namespace tailguard::diagnose
 
 #endif  // TAILGUARD_DIAGNOSE_QUADRANT_H_

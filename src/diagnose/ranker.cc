@@ -3,6 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
+#include <string_view>
+
+#include "common/format.h"
+#include "common/strings.h"
 
 namespace tailguard::diagnose {
 
@@ -57,13 +62,25 @@ Evidence Score(const TimedSeries& series, double alert_time, const RankOptions& 
 
 namespace {
 
+// A value as its metric's name says it reads (diagnose::UnitNameOf): "15.5ms" for a latency in
+// seconds, "227MiB" for bytes, four significant digits for the rest (offline series' units are
+// not known).
+std::string ValueText(std::string_view series, double v) {
+  const std::string_view unit = UnitNameOf(series);
+  if (unit == "seconds") return FormatDuration(v * 1e9);
+  if (unit == "bytes") return FormatBytes(v);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
 std::string Rationale(const Candidate& c, double alert_time) {
   const Evidence& e = c.evidence;
-  char line[320];
-  std::snprintf(line, sizeof line, "%s %s from %.4g to %.4g (%.1f IQRs %s its baseline) at %+.0fs",
-                c.series.c_str(), e.rose ? "rose" : "fell", e.baseline.median, e.peak, e.score,
+  char tail[96];
+  std::snprintf(tail, sizeof tail, " (%.1f IQRs %s its baseline) at %+.0fs", e.score,
                 e.rose ? "above" : "below", e.onset_time - alert_time);
-  return line;
+  return Cat(c.series, e.rose ? " rose from " : " fell from ",
+             ValueText(c.series, e.baseline.median), " to ", ValueText(c.series, e.peak), tail);
 }
 
 }  // namespace

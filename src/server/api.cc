@@ -13,6 +13,7 @@
 #include "collect/procfs.h"
 #include "common/duration.h"
 #include "common/strings.h"
+#include "diagnose/quadrant.h"
 #include "metrics/collector.h"
 #include "metrics/heatmap.h"
 #include "metrics/series_key.h"
@@ -73,15 +74,6 @@ json PointJson(const HistoryPoint& p) {
 
 constexpr std::string_view kSilencesPath = "/api/v1/silences";
 
-// How a diagnosed signal's values read, from its metric's name (Prometheus' unit suffixes): the
-// diagnosis keeps latencies in seconds, sizes and counts as they are.
-const char* UnitOfKey(std::string_view key) {
-  const std::string_view metric = key.substr(0, key.find('{'));
-  if (metric.ends_with("_seconds")) return "seconds";
-  if (metric.ends_with("_bytes")) return "bytes";
-  return "count";
-}
-
 // One diagnosis of an episode (store::DiagnosisRow), as the diagnosis panel shows it.
 json DiagnosisJson(const store::DiagnosisRow& d) {
   json changes = json::array();
@@ -98,7 +90,7 @@ json DiagnosisJson(const store::DiagnosisRow& d) {
     causes.push_back({{"rank", c.rank},
                       {"series", c.series},
                       {"series_id", LiveLoop::SeriesId(c.series)},
-                      {"unit", UnitOfKey(c.series)},
+                      {"unit", diagnose::UnitNameOf(c.series)},
                       {"quadrant", c.quadrant},
                       {"kind", c.kind},
                       {"score", Num(c.score)},

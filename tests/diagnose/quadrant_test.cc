@@ -50,5 +50,14 @@ TEST(QuadrantTest, EntityAndNames) {
   EXPECT_EQ(QuadrantName(Quadrant::kUnknown), "unknown");
 }
 
+TEST(QuadrantTest, UnitFromTheMetricsSuffix) {
+  EXPECT_STREQ(UnitNameOf("tailguard_request_duration_seconds{stage=\"total\"}"), "seconds");
+  EXPECT_STREQ(UnitNameOf("tailguard_process_resident_memory_bytes"), "bytes");
+  EXPECT_STREQ(UnitNameOf("tailguard_request_rate{route=\"fraud\"}"), "count");
+  EXPECT_STREQ(UnitNameOf("tailguard_host_cpu_steal_millicores{}"), "count");
+  // A label value ending in _seconds does not make the metric a latency.
+  EXPECT_STREQ(UnitNameOf("tailguard_request_rate{route=\"x_seconds\"}"), "count");
+}
+
 }  // namespace
 }  // namespace tailguard::diagnose

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace tailguard::diagnose {
@@ -26,6 +27,24 @@ const Candidate* Find(const Ranking& r, const std::string& name) {
     if (c.series == name) return &c;
   }
   return nullptr;
+}
+
+TEST(RankerTest, RationaleSaysValuesInTheirMetricsUnit) {
+  // Prometheus names carry the unit: a latency in seconds reads as a duration, a size in bytes
+  // as bytes; a name without one (offline series) keeps four significant digits.
+  const std::string stage = "tailguard_request_duration_seconds{stage=\"feature_fetch\"}";
+  const std::string rss = "tailguard_process_resident_memory_bytes{}";
+  std::vector<TimedSeries> s = {
+      Step(stage, 0, 1300, 1000, {0.004, 0.005, 0.006, 0.005}, 0.12),
+      Step(rss, 0, 1300, 1000, {1048576, 1048576, 2097152, 1048576}, 8388608),
+  };
+  Ranking r = RankCauses(s, 1000);
+  ASSERT_NE(Find(r, stage), nullptr);
+  ASSERT_NE(Find(r, rss), nullptr);
+  EXPECT_THAT(Find(r, stage)->rationale,
+              ::testing::StartsWith(stage + " rose from 5.00ms to 120ms ("));
+  EXPECT_THAT(Find(r, rss)->rationale,
+              ::testing::StartsWith(rss + " rose from 1.00MiB to 8.00MiB ("));
 }
 
 TEST(RankerTest, CulpritFirstPropagatedSymptomsApart) {
