@@ -3,12 +3,10 @@
 // serve` and this command use it at the same time), so it needs no server.
 #include <unistd.h>
 
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,8 +20,8 @@
 #include "common/strings.h"
 #include "metrics/unit_format.h"
 #include "nlohmann/json.hpp"
-#include "server/gateway_config.h"
 #include "store/event_store.h"
+#include "store_file.h"
 #include "tailguard/alert.h"
 #include "tailguard/clock.h"
 #include "tailguard/series_io.h"
@@ -58,53 +56,10 @@ struct AlertsFlags {
   std::string receiver;
 };
 
-// Where the store is: --db, else the store.path of --config, else ./tailguard.db.
-absl::StatusOr<std::string> StorePath(const AlertsFlags& f) {
-  if (!f.db.empty()) return f.db;
-  if (!f.config.empty()) {
-    absl::StatusOr<server::GatewayConfig> config = server::LoadGatewayConfig(f.config);
-    if (!config.ok()) return config.status();
-    if (config->store.path.empty()) {
-      return absl::InvalidArgumentError(
-          Cat(f.config, ": store.path is empty: this gateway keeps no event store"));
-    }
-    return config->store.path;
-  }
-  return std::string("tailguard.db");
-}
-
-// Opens an existing store; a missing file is an error (it would be created empty otherwise).
 absl::StatusOr<std::unique_ptr<EventStore>> OpenStore(const AlertsFlags& f) {
-  absl::StatusOr<std::string> path = StorePath(f);
+  absl::StatusOr<std::string> path = StoreFilePath(f.db, f.config);
   if (!path.ok()) return path.status();
-  std::error_code ec;
-  if (!std::filesystem::exists(*path, ec)) {
-    return absl::NotFoundError(
-        Cat("no event store at ", *path,
-            ": give the file with --db, or the gateway configuration with --config (its "
-            "store.path), or run where `tailguard serve` keeps tailguard.db"));
-  }
-  absl::StatusOr<std::unique_ptr<EventStore>> store = EventStore::Open(*path);
-  // A store that exists but cannot be used (newer schema, not a database, locked) is a runtime
-  // failure (exit 1), not a usage error.
-  if (!store.ok()) return absl::UnavailableError(store.status().message());
-  return store;
-}
-
-// An id on the command line: a positive whole number, said so in plain words (CLI11's own
-// message is "Could not convert: id = abc").
-CLI::Validator IdValidator() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        int64_t v = 0;
-        const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
-        if (r.ec == std::errc() && r.ptr == text.data() + text.size() && v > 0) return "";
-        return Cat(
-            "expected an id, a whole number above 0 like 12 (the ID column of the list), "
-            "got \"",
-            text, "\"");
-      },
-      "ID");
+  return OpenExistingEventStore(*path);
 }
 
 int Fail(const absl::Status& s) {

@@ -31,6 +31,8 @@ void AddLoadgen(CLI::App& app, Action& action);
 void AddImport(CLI::App& app, Action& action);
 // `diagnose`: offline root-cause ranking and slice attribution (diagnose.cc).
 void AddDiagnose(CLI::App& app, Action& action);
+// `report`: the incident report of one alert, HTML and Markdown (report.cc).
+void AddReport(CLI::App& app, Action& action);
 
 }  // namespace tailguard::cli
 

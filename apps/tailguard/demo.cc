@@ -166,6 +166,7 @@ struct DemoFlags {
   std::string scenario;
   std::string models = TAILGUARD_DEMO_MODELS_DIR;
   std::string feature_store = "auto";  // auto, redis, memory
+  std::string store;                   // keep the event store here; "" for a file removed at exit
   bool json = false;
   bool quiet = false;
 };
@@ -384,12 +385,14 @@ int RunDemo(const DemoFlags& flags) {
   // The gateway, with an event store in a directory of its own for the run, so the dashboard's
   // alerts view can acknowledge and silence (nothing is delivered: the demo rules name no
   // receivers). In memory only when no directory can be made.
+  // With --store the file stays, for `tailguard alerts` and `tailguard report` after the run.
   TempDir store_dir;
   char store_template[] = "/tmp/tailguard-demo-XXXXXX";
-  if (mkdtemp(store_template) != nullptr) store_dir.path = store_template;
+  if (flags.store.empty() && mkdtemp(store_template) != nullptr) store_dir.path = store_template;
   const std::string store_path =
-      store_dir.path.empty() ? ""
-                             : (std::filesystem::path(store_dir.path) / "tailguard.db").string();
+      !flags.store.empty()     ? flags.store
+      : store_dir.path.empty() ? ""
+                               : (std::filesystem::path(store_dir.path) / "tailguard.db").string();
   const std::string yaml = Cat(
       "listen: \"", flags.listen, "\"\nthreads: 2\ntick: 1s\nstore: {path: \"", store_path, "\"}\n",
       "routes:\n  - {name: models, prefix: /v2/models/, backend: local}\n", "models:\n",
@@ -705,6 +708,12 @@ int RunDemo(const DemoFlags& flags) {
   if (!detections.empty() && detections.front().detected_s) {
     std::printf("FIGURE demo_detect_seconds %.1f s\n", *detections.front().detected_s);
   }
+  if (!flags.store.empty()) {
+    std::printf(
+        "the alerts are kept in %s: tailguard alerts list --all --db %s; the incident "
+        "report of the last: tailguard report latest --db %s\n",
+        flags.store.c_str(), flags.store.c_str(), flags.store.c_str());
+  }
   if (flags.json) std::printf("%s\n", summary.dump().c_str());
   std::fflush(stdout);
   return 0;
@@ -731,11 +740,15 @@ void AddDemo(CLI::App& app, Action& action) {
                   "auto (a private redis-server when installed, else in-process), redis or memory")
       ->check(CLI::IsMember({"auto", "redis", "memory"}))
       ->capture_default_str();
+  cmd->add_option("--store", flags->store,
+                  "Keep the event store (alerts, diagnoses, history) in this file, for tailguard "
+                  "alerts and tailguard report after the run (default: a file removed at exit)");
   cmd->add_flag("--json", flags->json, "Also print the summary as one JSON line");
   cmd->add_flag("-q,--quiet", flags->quiet, "Only the phases and the summary");
   cmd->footer(
       "Example:\n  tailguard demo                 (what make run runs)\n"
       "  tailguard demo --duration 45s --feature-store memory\n"
+      "  tailguard demo --store demo.db && tailguard report latest --db demo.db\n"
       "While it runs: curl localhost:8080/api/v1/alerts, localhost:8080/metrics.");
   cmd->callback([flags, &action] { action = [flags] { return RunDemo(*flags); }; });
 }

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   tailguard::cli::AddAlerts(app, action);
   tailguard::cli::AddImport(app, action);
   tailguard::cli::AddDiagnose(app, action);
+  tailguard::cli::AddReport(app, action);
   tailguard::cli::AddLoadgen(app, action);
   tailguard::cli::AddDemo(app, action);
 

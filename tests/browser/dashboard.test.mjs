@@ -8,11 +8,15 @@
 //   TG_IMPORTED   1 when recorded history was imported (checks the 1 d / 7 d overlays)
 //   TG_PAGE_URL   optional: where the page is served when not by tailguard (web/dev-server.mjs)
 //   TG_HOOK_URL   the tg_test_upstream that received the notifications (its /test/requests)
+//   TG_TAILGUARD  the tailguard binary, TG_STORE its store file (for `tailguard report`)
 //   CHROMIUM      default /usr/bin/chromium
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
-import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, rmSync, readFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { pathToFileURL } from 'node:url';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -27,6 +31,8 @@ const spikeAt = Date.parse(process.env.TG_SPIKE_AT || '1970-01-01T00:00:00Z');
 const rule = process.env.TG_RULE || 'fraud_slow';
 const imported = process.env.TG_IMPORTED === '1';
 const hookUrl = process.env.TG_HOOK_URL;
+const tailguardBin = process.env.TG_TAILGUARD;
+const storeFile = process.env.TG_STORE;
 assert.ok(api, 'TG_URL is required (run tests/browser/dashboard_test.sh)');
 mkdirSync(artifacts, { recursive: true });
 
@@ -363,6 +369,45 @@ test('diagnosis view: from the alert, the feature stage (a dependency) ranked fi
     assert.equal(await page.$$eval('.view-diagnosis .error-box', (e) => e.length), 0, 'no error state');
     await shot(page, 'diagnosis');
   });
+});
+
+test('incident report: `tailguard report` writes a self-contained page that renders its charts, and Markdown', async (t) => {
+  if (!tailguardBin || !storeFile) return t.skip('TG_TAILGUARD and TG_STORE not set');
+  const episode = await eventually('the fraud_slow episode in the store', firingEpisode);
+  await eventually('the episode\'s diagnosis', async () => (await apiGet(`/api/v1/alerts/${episode.id}/diagnosis`)).diagnosis);
+  const out = mkdtempSync(join(tmpdir(), 'tg-report-'));
+  try {
+    const { stdout } = await promisify(execFile)(tailguardBin, ['report', String(episode.id), '--db', storeFile, '--out', out]);
+    assert.match(stdout, new RegExp(`wrote .*alert-${episode.id}\\.html`), stdout);
+    await withPage('report', async (page) => {
+      const requests = [];
+      page.on('request', (r) => requests.push(r.url()));
+      await page.goto(pathToFileURL(join(out, `alert-${episode.id}.html`)).href);
+      assert.match(await page.title(), new RegExp(`Alert #${episode.id} · ${rule} on `));
+      assert.deepEqual(requests.filter((u) => !u.startsWith('file:')), [], 'the report fetches nothing');
+      // The finding and the top cause: the feature stage, a dependency.
+      assert.equal(await page.getAttribute('#finding .badge', 'data-quadrant'), 'dependency');
+      const top = await page.$eval('#causes tr[data-rank="1"]', (tr) => ({ quadrant: tr.dataset.quadrant, text: tr.textContent }));
+      assert.equal(top.quadrant, 'dependency');
+      assert.match(top.text, /stage="feature_fetch"/);
+      // The alerted series' chart (imported and live minutes) and one sparkline per cause, laid out.
+      const chart = await page.$eval('#series-chart svg', (svg) => ({ w: svg.getBoundingClientRect().width, lines: svg.querySelectorAll('path.line').length }));
+      assert.ok(chart.w > 300 && chart.lines >= 2, `series chart ${JSON.stringify(chart)}`);
+      const causes = await page.$$eval('#causes tr[data-rank]', (rows) => rows.length);
+      const sparks = await page.$$eval('#causes tr[data-rank] svg path.line', (p) => p.length);
+      assert.equal(sparks, causes, 'a sparkline per cause');
+      // The timeline has the alert's transitions and the diagnosis; the notification is an action.
+      const kinds = await page.$$eval('#timeline tr[data-kind]', (rows) => rows.map((r) => r.dataset.kind));
+      for (const k of ['pre_alert', 'fire', 'diagnosis']) assert.ok(kinds.includes(k), `timeline ${kinds}`);
+      await shot(page, 'report');
+    });
+    const md = readFileSync(join(out, `alert-${episode.id}.md`), 'utf8');
+    assert.match(md, /^# Incident report: alert #\d+/);
+    assert.match(md, /\n\| 1 \| Dependency \| `tailguard_request_duration_seconds\{[^`]*stage="feature_fetch"/);
+    assert.match(md, /## Timeline\n\n\| Time \(UTC\)/);
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
 });
 
 test('API errors are shown in the page', async () => {

@@ -4,7 +4,8 @@
 # latency spike; then tests/browser/dashboard.test.mjs drives Debian's chromium through
 # playwright-core: every view renders, the heatmap has cells, the spike is on the timeline,
 # acknowledging without the token is refused and with it works, a silence is created and expired,
-# the alert's diagnosis names the feature stage (a dependency) with a sparkline against its baseline.
+# the alert's diagnosis names the feature stage (a dependency) with a sparkline against its baseline,
+# and `tailguard report` of the alert renders in Chromium.
 # Screenshots of every view go to $TG_BROWSER_ARTIFACTS (default: build/<preset>/browser-artifacts,
 # next to the tailguard binary's build tree).
 # Usage: dashboard_test.sh TAILGUARD TG_TEST_UPSTREAM
@@ -172,7 +173,7 @@ fi
 
 status=0
 TG_URL="$api_url" TG_PAGE_URL="$page_url" TG_HOOK_URL="http://$hook" TG_TOKEN="$token" TG_ARTIFACTS="$artifacts" TG_SPIKE_AT="$spike_at" \
-  TG_IMPORTED="$imported" TG_RULE=fraud_slow CHROMIUM="$chromium" \
+  TG_IMPORTED="$imported" TG_RULE=fraud_slow CHROMIUM="$chromium" TG_TAILGUARD="$tailguard" TG_STORE="$dir/tailguard.db" \
   node --test --test-reporter=spec "$here/dashboard.test.mjs" >"$dir/node-test.log" 2>&1 || status=$?
 cat "$dir/node-test.log"
 cp "$dir/gateway.log" "$artifacts/gateway.log" 2>/dev/null || true
