@@ -91,15 +91,10 @@ absl::StatusOr<int64_t> ResolveId(store::EventStore& events, const std::string& 
   absl::StatusOr<std::vector<store::AlertRow>> all = events.ListAlerts(q);
   if (!all.ok()) return all.status();
   if (all->empty()) return absl::NotFoundError(Cat("no alert in ", path, " yet"));
-  const store::AlertRow* newest = nullptr;
-  for (const store::AlertRow& a : *all) {
-    if (!a.fired_at) continue;
-    if (newest == nullptr || a.started_at > newest->started_at) newest = &a;
-  }
-  if (newest != nullptr) return newest->id;
-  return std::max_element(all->begin(), all->end(),
-                          [](const auto& a, const auto& b) { return a.started_at < b.started_at; })
-      ->id;
+  // ListAlerts() is newest first.
+  const auto fired = std::find_if(all->begin(), all->end(),
+                                  [](const store::AlertRow& a) { return a.fired_at.has_value(); });
+  return fired != all->end() ? fired->id : all->front().id;
 }
 
 int Run(const ReportFlags& f) {

@@ -45,7 +45,7 @@ std::string Percent(double ratio) {
 }
 
 // "HH:MM:SS" of a UTC time.
-std::string Clock(WallTime t) { return FormatTimestamp(t).substr(11); }
+std::string ClockText(WallTime t) { return FormatTimestamp(t).substr(11); }
 
 // ---------------------------------------------------------------------------------------------
 // Escaping. Label values come from requests: nothing from the store goes out unescaped.
@@ -402,7 +402,7 @@ std::string TransitionText(const TimelineEntry& e, const AlertRow& a) {
 std::string OutcomeText(const store::OutboxItem& o) {
   std::string s(store::OutboxStateName(o.state));
   if (o.state == store::OutboxItem::State::kDelivered && o.delivered_at != WallTime{}) {
-    s += Cat(" at ", Clock(o.delivered_at));
+    s += Cat(" at ", ClockText(o.delivered_at));
   }
   if (o.attempts > 0) s += Cat(" after ", o.attempts, o.attempts == 1 ? " attempt" : " attempts");
   if (o.last_http_status != 0) s += Cat(", HTTP ", o.last_http_status);
@@ -561,7 +561,8 @@ Chart SeriesChart(const IncidentReport& r) {
     c.moments.push_back({Seconds(r.diagnoses.front().time), "#9a6700", "diagnosed"});
   }
   c.x_text = [](double t) {
-    return Clock(WallTime(std::chrono::nanoseconds(static_cast<int64_t>(t * 1e9)))).substr(0, 5);
+    return ClockText(WallTime(std::chrono::nanoseconds(static_cast<int64_t>(t * 1e9))))
+        .substr(0, 5);
   };
   c.y_text = [unit](double v) { return metrics::FormatInUnit(v, unit); };
   return c;
@@ -720,7 +721,7 @@ std::string RenderReportHtml(const IncidentReport& r) {
     const auto peak = PeakMinute(r);
     if (peak) {
       s += Cat("<span>peak P99 ", Html(metrics::FormatInUnit(peak->second, UnitOfName(a.unit))),
-               " in the minute to ", Html(Clock(peak->first)), " UTC</span>");
+               " in the minute to ", Html(ClockText(peak->first)), " UTC</span>");
     }
     s += "</figcaption></figure>\n";
   }
@@ -823,11 +824,11 @@ std::string RenderReportMarkdown(const IncidentReport& r) {
   } else {
     std::vector<double> p99;
     for (const store::MinuteRow& m : r.minutes) p99.push_back(m.p99);
-    s += Cat("P99 per minute, ", Clock(r.minutes.front().time).substr(0, 5), "–",
-             Clock(r.minutes.back().time).substr(0, 5), " UTC: `", TextSparkline(p99), "`\n\n");
+    s += Cat("P99 per minute, ", ClockText(r.minutes.front().time).substr(0, 5), "–",
+             ClockText(r.minutes.back().time).substr(0, 5), " UTC: `", TextSparkline(p99), "`\n\n");
     if (const auto peak = PeakMinute(r)) {
       s += Cat("Peak P99 ", metrics::FormatInUnit(peak->second, UnitOfName(a.unit)),
-               " in the minute to ", Clock(peak->first), " UTC.\n\n");
+               " in the minute to ", ClockText(peak->first), " UTC.\n\n");
     }
   }
 

@@ -61,20 +61,9 @@ class ReportTest : public store_test::StoreTest {
     d.symptoms = {store_test::SeriesKey()};
     d.series_considered = 14;
     d.seconds = 0.003;
-    store::DiagnosisCauseRow c;
-    c.rank = 1;
-    c.series = Cat("tailguard_request_duration_seconds{model=\"rank\",route=\"", kHostile,
-                   "\",stage=\"feature_fetch\"}");
-    c.quadrant = "dependency";
-    c.kind = "cause";
-    c.score = 41.5;
-    c.confidence = 0.9;
-    c.baseline_median = 0.005;
-    c.baseline_q1 = 0.004;
-    c.baseline_q3 = 0.006;
-    c.peak = 0.12;
-    c.onset = T0() + seconds(1);
-    c.explained = 0.95;
+    store::DiagnosisCauseRow c =
+        store_test::FeatureCause(Cat("tailguard_request_duration_seconds{model=\"rank\",route=\"",
+                                     kHostile, "\",stage=\"feature_fetch\"}"));
     c.rationale = Cat("feature_fetch of ", kHostile, " rose");
     c.points = {{-60, 0.005}, {-30, 0.004}, {-5, 0.05}, {0, 0.12}};
     d.causes.push_back(c);

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "alert/notify/store_rows.h"
@@ -127,6 +128,26 @@ inline store::OutboxItem Request(const store::NotificationRow& n,
   item.headers = {{"Content-Type", "application/json"}, {"Authorization", "Bearer s3cret"}};
   item.body = Cat("{\"key\":\"", n.idempotency_key, "\"}");
   return item;
+}
+
+// A ranked cause of a diagnosis at T0() + 5 s: the feature stage, from 5 ms to 120 ms, first.
+inline store::DiagnosisCauseRow FeatureCause(std::string series = "feature") {
+  store::DiagnosisCauseRow c;
+  c.rank = 1;
+  c.series = std::move(series);
+  c.quadrant = "dependency";
+  c.kind = "cause";
+  c.score = 41.5;
+  c.confidence = 0.9;
+  c.baseline_median = 0.005;
+  c.baseline_q1 = 0.004;
+  c.baseline_q3 = 0.006;
+  c.peak = 0.12;
+  c.onset = T0() + seconds(1);
+  c.explained = 0.95;
+  c.rationale = "feature rose";
+  c.points = {{-10, 0.005}, {-5, 0.004}, {0, 0.12}};
+  return c;
 }
 
 // A silence by alice, for an hour from T0() unless said otherwise.
